@@ -1,0 +1,1 @@
+"""Storage: SQLAlchemy models, repositories and Alembic migrations (used by api/ and runtime/)."""
