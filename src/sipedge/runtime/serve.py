@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 import uvicorn
@@ -26,10 +27,8 @@ def serve(settings: Settings, *, with_sip: bool) -> int:
 
     if settings.database.auto_migrate:
         upgrade(settings.database.url)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_run(settings, with_sip=with_sip))
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

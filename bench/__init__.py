@@ -1,0 +1,1 @@
+"""Micro-benchmarks. Run all: ``python -m bench``; one: ``python -m bench.bench_parser``."""
