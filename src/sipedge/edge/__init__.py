@@ -1,1 +1,1 @@
-
+"""Edge policy: pure functions over an immutable routing snapshot, returning decisions."""
