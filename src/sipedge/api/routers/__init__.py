@@ -1,1 +1,1 @@
-
+"""One router per resource; each stays thin: validate, call the repository, commit, render."""

@@ -1,1 +1,1 @@
-
+"""Request and response schemas, kept apart from the ORM rows."""

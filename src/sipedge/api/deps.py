@@ -1,0 +1,69 @@
+"""Request dependencies as `Annotated` aliases: the app's services, a DB session, the caller."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from sipedge.api.errors import ApiError
+from sipedge.api.gateway_resolver import GatewayResolver
+from sipedge.config import Settings
+from sipedge.store.changes import ChangeNotifier
+from sipedge.store.ownership import Principal
+from sipedge.store.tokens import authenticate
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """Everything a request may need, built once by `create_app`."""
+
+    settings: Settings
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+    resolver: GatewayResolver
+    notifier: ChangeNotifier
+    active_calls: Callable[[str], int]
+
+    async def commit(self, session: AsyncSession, *, kind: str, trunk_id: str | None) -> None:
+        """Commit the request's writes, then tell subscribers the routing data changed."""
+        await session.commit()
+        self.notifier.notify(kind, trunk_id)
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+async def get_session(services: ServicesDep) -> AsyncIterator[AsyncSession]:
+    async with services.sessions() as session:
+        yield session
+
+
+SessionDep = Annotated[AsyncSession, Depends(get_session)]
+
+_bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <token>`")
+_UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
+
+
+async def get_principal(
+    session: SessionDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise ApiError(401, "missing bearer token", _UNAUTHORIZED)
+    principal = await authenticate(session, credentials.credentials)
+    if principal is None:
+        raise ApiError(401, "invalid or revoked token", _UNAUTHORIZED)
+    return principal
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]

@@ -1,0 +1,48 @@
+"""The "snapshot changed" signal: the API notifies after every committed write.
+
+In-process for `sipedge serve` (the SIP runtime subscribes and rebuilds its routing snapshot);
+a PostgreSQL LISTEN/NOTIFY bridge can subscribe here and forward across nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    kind: str  # e.g. "trunk.created", "gateway.deleted", "number.updated"
+    trunk_id: str | None
+
+
+ChangeCallback = Callable[[Change], None]
+
+
+class ChangeNotifier:
+    """Synchronous fan-out to subscribers; a failing subscriber is logged and does not stop others."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[ChangeCallback] = []
+
+    def subscribe(self, callback: ChangeCallback) -> Callable[[], None]:
+        """Register `callback`; returns a function that unsubscribes it."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def notify(self, kind: str, trunk_id: str | None) -> None:
+        change = Change(kind, trunk_id)
+        for callback in list(self._subscribers):
+            try:
+                callback(change)
+            except Exception:
+                # A subscriber's bug must not turn a committed write into an API error.
+                log.exception("change subscriber failed for %s", kind)
