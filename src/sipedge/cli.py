@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sipedge.config import Settings, load_settings
+from sipedge.store.errors import StoreError
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -36,7 +37,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=settings.logging.level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    result: int = args.handler(settings, args)
+    if settings.logging.level != "DEBUG":
+        # Alembic narrates every plugin and step at INFO; only its warnings matter to operators.
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+    try:
+        result: int = args.handler(settings, args)
+    except (StoreError, ValueError) as exc:
+        message = exc.message if isinstance(exc, StoreError) else str(exc)
+        print(f"sipedge: {message}", file=sys.stderr)
+        return 1
     return result
 
 

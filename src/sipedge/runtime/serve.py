@@ -7,7 +7,9 @@ import contextlib
 import logging
 
 import uvicorn
-from prometheus_client import make_asgi_app
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import Request
+from starlette.responses import Response
 
 from sipedge.config import Settings
 from sipedge.metrics import REGISTRY
@@ -49,6 +51,10 @@ async def _issue_first_token(settings: Settings) -> str | None:
         await engine.dispose()
 
 
+async def _metrics(_request: Request) -> Response:
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
 async def _run(settings: Settings, *, with_sip: bool) -> None:
     from sipedge.api.app import create_app
     from sipedge.stack.loop import install_uvloop
@@ -63,7 +69,7 @@ async def _run(settings: Settings, *, with_sip: bool) -> None:
             flush=True,
         )
     app = create_app(settings)
-    app.mount("/metrics", make_asgi_app(registry=REGISTRY))
+    app.add_route("/metrics", _metrics, include_in_schema=False)
     config = uvicorn.Config(
         app,
         host=settings.http.host,
