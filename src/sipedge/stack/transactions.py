@@ -1,0 +1,450 @@
+"""The asyncio transaction layer: owns the RFC 3261 §17 FSMs, matches messages to them, runs
+their timers and sends through the transports.
+
+Shape (see STYLE.md, "What a fast Python SIP path looks like"):
+- no coroutine or task per message or per transaction: transports call ``on_message`` from their
+  ``datagram_received``/``data_received`` callbacks and everything runs synchronously from there;
+- one shared deadline heap ticked by a single ``loop.call_at`` handle instead of a timer handle
+  per FSM timer. Cancelling is lazy (a cancelled entry stays in the heap and is skipped when it
+  surfaces; the heap is compacted when stale entries dominate);
+- the TU is one object with three callbacks (``TransactionUser``).
+
+Stateless parts (RFC 3261 §17, §18): an ACK that matches no transaction (the ACK for a 2xx, its
+own "transaction" per §17.1.1.3) and a response that matches no client transaction (2xx
+retransmissions after Timer M, forks) go to the TU with ``tx=None``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Protocol, TypeAlias
+
+from sipedge.sip.dialog import default_branch
+from sipedge.sip.errors import SipError, TransportError
+from sipedge.sip.keys import (
+    ClientKey,
+    LegacyServerKey,
+    ServerKey,
+    cancel_target_key,
+    client_key,
+    server_key,
+)
+from sipedge.sip.message import Message, Request, Response
+from sipedge.sip.timers import TimerConfig
+from sipedge.sip.transaction import (
+    Address,
+    CancelTimer,
+    Deliver,
+    Event,
+    Received,
+    Send,
+    SendResponse,
+    Start,
+    StartTimer,
+    Terminated,
+    TerminationReason,
+    TimerFired,
+    TransportFailed,
+    TxState,
+)
+from sipedge.sip.transaction_client import InviteClientTransaction, NonInviteClientTransaction
+from sipedge.sip.transaction_server import InviteServerTransaction, NonInviteServerTransaction
+from sipedge.stack.routing import reply_destination, stamp_received
+
+__all__ = [
+    "AnyTransaction",
+    "ClientTransaction",
+    "ServerTransaction",
+    "SipTransport",
+    "TransactionLayer",
+    "TransactionUser",
+]
+
+log = logging.getLogger(__name__)
+
+# A timer may fire up to this much before its deadline: the loop's clock resolution would otherwise
+# make us re-arm for the same instant in a tight loop.
+_TIMER_SLACK = 0.001
+# Rebuild the heap when it holds this many times more entries than live timers.
+_COMPACT_RATIO = 4
+_COMPACT_MIN = 256
+
+
+class SipTransport(Protocol):
+    """What the layer needs from a transport (adapted from ``stack.transport_udp/tcp``)."""
+
+    @property
+    def name(self) -> str:
+        """The Via transport token: "UDP" or "TCP"."""
+        ...
+
+    @property
+    def reliable(self) -> bool: ...
+
+    @property
+    def local_address(self) -> Address:
+        """Host and port we put in Via sent-by."""
+        ...
+
+    def send_message(self, msg: Message, dest: Address) -> None:
+        """Send, raising ``TransportError`` on a fatal failure."""
+        ...
+
+
+class TransactionUser(Protocol):
+    def on_request(
+        self,
+        request: Request,
+        tx: ServerTransaction | None,
+        source: Address,
+        transport: SipTransport,
+    ) -> None:
+        """A new request (``tx`` set; answer through ``tx.respond``), an ACK for a 2xx matched to
+        an Accepted INVITE transaction (``tx`` set), or a stray ACK (``tx`` None)."""
+        ...
+
+    def on_response(self, response: Response, tx: ClientTransaction | None) -> None:
+        """A response for a client transaction, or a stray one (``tx`` None)."""
+        ...
+
+    def on_terminated(self, tx: AnyTransaction, reason: TerminationReason) -> None:
+        """A transaction ended; TIMEOUT and TRANSPORT_ERROR are failures the TU must act on."""
+        ...
+
+
+class ServerTransaction:
+    """The TU's handle on a server transaction: its request, state and ``respond``."""
+
+    __slots__ = ("fsm", "key", "layer", "source", "timers", "transport")
+
+    def __init__(
+        self,
+        layer: TransactionLayer,
+        transport: SipTransport,
+        fsm: InviteServerTransaction | NonInviteServerTransaction,
+        key: ServerKey | LegacyServerKey,
+        source: Address,
+    ) -> None:
+        self.layer = layer
+        self.transport = transport
+        self.fsm = fsm
+        self.key = key
+        self.source = source
+        self.timers: dict[str, int] = {}  # timer name -> seq of its live heap entry
+
+    @property
+    def request(self) -> Request:
+        return self.fsm.request
+
+    @property
+    def state(self) -> TxState:
+        return self.fsm.state
+
+    def respond(self, response: Response) -> None:
+        self.layer.send_response(self, response)
+
+
+class ClientTransaction:
+    """The TU's handle on a client transaction it started with ``send_request``."""
+
+    __slots__ = ("dest", "fsm", "key", "layer", "timers", "transport")
+
+    def __init__(
+        self,
+        layer: TransactionLayer,
+        transport: SipTransport,
+        fsm: InviteClientTransaction | NonInviteClientTransaction,
+        key: ClientKey,
+        dest: Address,
+    ) -> None:
+        self.layer = layer
+        self.transport = transport
+        self.fsm = fsm
+        self.key = key
+        self.dest = dest
+        self.timers: dict[str, int] = {}
+
+    @property
+    def request(self) -> Request:
+        return self.fsm.request
+
+    @property
+    def state(self) -> TxState:
+        return self.fsm.state
+
+
+AnyTransaction: TypeAlias = ServerTransaction | ClientTransaction
+
+
+class TransactionLayer:
+    """Owns every transaction of one SIP process: two dicts (server, client) keyed by
+    ``sip.keys``, one deadline heap for their timers, and the TU callbacks."""
+
+    def __init__(
+        self,
+        tu: TransactionUser,
+        *,
+        config: TimerConfig | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+        new_branch: Callable[[], str] | None = None,
+    ) -> None:
+        self.tu = tu
+        self.config = config or TimerConfig()
+        self._loop = loop or asyncio.get_running_loop()
+        self._transports: dict[str, SipTransport] = {}
+        self._server: dict[ServerKey | LegacyServerKey, ServerTransaction] = {}
+        self._client: dict[ClientKey, ClientTransaction] = {}
+        self._heap: list[tuple[float, int, AnyTransaction, str]] = []
+        self._live_timers = 0
+        self._seq = itertools.count()
+        self._handle: asyncio.TimerHandle | None = None
+        self._handle_at = float("inf")
+        self._ticking = False
+        self._new_branch = new_branch or default_branch
+
+    # --- introspection (tests, metrics) ------------------------------------------------------
+
+    @property
+    def server_count(self) -> int:
+        return len(self._server)
+
+    @property
+    def client_count(self) -> int:
+        return len(self._client)
+
+    @property
+    def timer_count(self) -> int:
+        return self._live_timers
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._heap.clear()
+
+    # --- from the transports -----------------------------------------------------------------
+
+    def attach(self, transport: SipTransport) -> None:
+        """Register a transport so ``on_transport_message`` can find it by its name."""
+        self._transports[transport.name] = transport
+
+    def on_transport_message(
+        self, msg: Message, source: Address, transport_name: str, conn: object
+    ) -> None:
+        """The ``on_message`` callback of ``UdpTransport``/``TcpTransport``. Sending goes through
+        the attached endpoint, which finds a TCP connection by the peer address."""
+        transport = self._transports.get(transport_name)
+        if transport is None:
+            log.warning("message on unattached transport %s dropped", transport_name)
+            return
+        self.on_message(msg, source, transport)
+
+    def connect_failed(self, dest: Address, error: TransportError) -> None:
+        """``TcpTransport``'s ``on_connect_error``: every transaction sending to ``dest`` learns
+        of the failure (RFC 3261 §17.1.1.2, §17.1.2.2, §17.2.4)."""
+        now = self._loop.time()
+        failed: list[AnyTransaction] = [t for t in self._client.values() if t.dest == dest]
+        failed += [t for t in self._server.values() if t.fsm.dest == dest]
+        for tx in failed:
+            self._run(tx, TransportFailed(error.reason), now)
+
+    def on_message(self, msg: Message, source: Address, transport: SipTransport) -> None:
+        """Entry point for every parsed message a transport receives."""
+        try:
+            if isinstance(msg, Request):
+                self._on_request(msg, source, transport)
+            else:
+                self._on_response(msg)
+        except SipError as exc:
+            # A header the matcher needs is malformed: nothing sensible can answer it.
+            log.debug("dropping unmatchable %r from %s: %s", msg, source, exc.reason)
+
+    def _on_request(self, request: Request, source: Address, transport: SipTransport) -> None:
+        key = server_key(request)
+        if key is None:
+            return
+        now = self._loop.time()
+        tx = self._server.get(key)
+        if tx is not None:
+            self._run(tx, Received(request), now)
+            return
+        if request.method == "ACK":
+            # §17.2.3 no match: the ACK for a 2xx (or a late ACK); the TU's business.
+            self._stray(request, source, transport)
+            return
+        reliable = transport.reliable
+        # RFC 3261 §18.2.1 / RFC 3581 §4: record received/rport in the top Via before a response
+        # copies it. Only for a new transaction: retransmissions are answered from the copy.
+        via = stamp_received(request, source)
+        # §18.2.2 / RFC 3581: back on the connection when reliable, else to the source IP and
+        # the rport or sent-by port.
+        dest = source if reliable else reply_destination(via, source)
+        fsm: InviteServerTransaction | NonInviteServerTransaction
+        if request.method == "INVITE":
+            fsm = InviteServerTransaction(request, dest, reliable, self.config)
+        else:
+            fsm = NonInviteServerTransaction(request, dest, reliable, self.config)
+        tx = ServerTransaction(self, transport, fsm, key, source)
+        self._server[key] = tx
+        self._run(tx, Received(request), now)
+
+    def _on_response(self, response: Response) -> None:
+        key = client_key(response)
+        tx = self._client.get(key) if key is not None else None
+        if tx is None:
+            self._stray(response, None, None)
+            return
+        self._run(tx, Received(response), self._loop.time())
+
+    # --- from the TU -------------------------------------------------------------------------
+
+    def send_request(
+        self, request: Request, dest: Address, transport: SipTransport
+    ) -> ClientTransaction:
+        """Start a client transaction. A request without Via gets ours with a new branch; a CANCEL
+        must carry its INVITE's Via (RFC 3261 §9.1) and so keeps it."""
+        if request.method == "ACK":
+            raise ValueError("an ACK is not a transaction: use send_stateless")
+        if "Via" not in request.headers:
+            request.headers.prepend("Via", self.via_value(transport))
+        key = client_key(request)
+        if key is None:
+            raise ValueError("request top Via has no branch")
+        fsm: InviteClientTransaction | NonInviteClientTransaction
+        if request.method == "INVITE":
+            fsm = InviteClientTransaction(request, dest, transport.reliable, self.config)
+        else:
+            fsm = NonInviteClientTransaction(request, dest, transport.reliable, self.config)
+        tx = ClientTransaction(self, transport, fsm, key, dest)
+        self._client[key] = tx
+        self._run(tx, Start(), self._loop.time())
+        return tx
+
+    def send_response(self, tx: ServerTransaction, response: Response) -> None:
+        self._run(tx, SendResponse(response), self._loop.time())
+
+    def send_stateless(self, msg: Message, dest: Address, transport: SipTransport) -> None:
+        """Send outside any transaction (the ACK for a 2xx, a stateless rejection)."""
+        transport.send_message(msg, dest)
+
+    def find_invite(self, cancel: Request) -> ServerTransaction | None:
+        """The INVITE server transaction a CANCEL targets (RFC 3261 §9.2), if it still exists."""
+        key = cancel_target_key(cancel)
+        return self._server.get(key) if key is not None else None
+
+    def via_value(self, transport: SipTransport, branch: str | None = None) -> str:
+        host, port = transport.local_address
+        return f"SIP/2.0/{transport.name} {host}:{port};branch={branch or self._new_branch()};rport"
+
+    # --- running FSMs ------------------------------------------------------------------------
+
+    def _run(self, tx: AnyTransaction, event: Event, now: float) -> None:
+        fsm = tx.fsm
+        failure: str | None = None
+        for action in fsm.handle(event, now):
+            if isinstance(action, Send):
+                try:
+                    tx.transport.send_message(action.msg, action.dest)
+                except TransportError as exc:
+                    failure = exc.reason
+            elif isinstance(action, StartTimer):
+                self._arm(tx, action.name, action.at)
+            elif isinstance(action, CancelTimer):
+                if tx.timers.pop(action.name, None) is not None:
+                    self._live_timers -= 1
+            elif isinstance(action, Deliver):
+                self._deliver(tx, action.msg)
+            elif isinstance(action, Terminated):
+                self._forget(tx)
+                self._notify_terminated(tx, action.reason)
+        if failure is not None and not fsm.terminated:
+            # Fed after the batch so the FSM sees a consistent state (§17.1.1.2, §17.2.4).
+            self._run(tx, TransportFailed(failure), now)
+
+    def _deliver(self, tx: AnyTransaction, msg: Message) -> None:
+        # A failing TU must not leave the transaction half-processed (timers unarmed): log the
+        # error with its traceback and carry on with the remaining actions.
+        try:
+            if isinstance(tx, ServerTransaction) and isinstance(msg, Request):
+                self.tu.on_request(msg, tx, tx.source, tx.transport)
+            elif isinstance(tx, ClientTransaction) and isinstance(msg, Response):
+                self.tu.on_response(msg, tx)
+        except Exception:
+            log.exception("TU failed handling %r", msg)
+
+    def _stray(self, msg: Message, source: Address | None, transport: SipTransport | None) -> None:
+        # Same policy as _deliver: a TU error is logged with its traceback, never mistaken for
+        # an unmatchable message by on_message's SipError handler.
+        try:
+            if isinstance(msg, Request):
+                assert source is not None and transport is not None
+                self.tu.on_request(msg, None, source, transport)
+            else:
+                self.tu.on_response(msg, None)
+        except Exception:
+            log.exception("TU failed handling stray %r", msg)
+
+    def _notify_terminated(self, tx: AnyTransaction, reason: TerminationReason) -> None:
+        try:
+            self.tu.on_terminated(tx, reason)
+        except Exception:
+            log.exception("TU failed handling termination (%s)", reason.value)
+
+    def _forget(self, tx: AnyTransaction) -> None:
+        self._live_timers -= len(tx.timers)
+        tx.timers.clear()
+        if isinstance(tx, ServerTransaction):
+            if self._server.get(tx.key) is tx:
+                del self._server[tx.key]
+        elif self._client.get(tx.key) is tx:
+            del self._client[tx.key]
+
+    # --- the deadline heap -------------------------------------------------------------------
+
+    def _arm(self, tx: AnyTransaction, name: str, at: float) -> None:
+        seq = next(self._seq)
+        if name not in tx.timers:
+            self._live_timers += 1
+        tx.timers[name] = seq
+        heapq.heappush(self._heap, (at, seq, tx, name))
+        if not self._ticking and at < self._handle_at:
+            self._schedule(at)
+        if len(self._heap) > _COMPACT_MIN and len(self._heap) > _COMPACT_RATIO * self._live_timers:
+            self._compact()
+
+    def _schedule(self, at: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle = self._loop.call_at(at, self._tick)
+        self._handle_at = at
+
+    def _compact(self) -> None:
+        # In place: _tick may be iterating this very list when a fired timer re-arms.
+        self._heap[:] = [e for e in self._heap if e[2].timers.get(e[3]) == e[1]]
+        heapq.heapify(self._heap)
+
+    def _tick(self) -> None:
+        self._handle = None
+        self._handle_at = float("inf")
+        self._ticking = True
+        heap = self._heap
+        try:
+            now = self._loop.time()
+            while heap and heap[0][0] <= now + _TIMER_SLACK:
+                _, seq, tx, name = heapq.heappop(heap)
+                if tx.timers.get(name) != seq:
+                    continue  # cancelled or re-armed since: a stale entry
+                del tx.timers[name]
+                self._live_timers -= 1
+                self._run(tx, TimerFired(name), now)
+        finally:
+            self._ticking = False
+            # Drop stale heads so the next wake-up is for a live timer.
+            while heap and heap[0][2].timers.get(heap[0][3]) != heap[0][1]:
+                heapq.heappop(heap)
+            if heap:
+                self._schedule(heap[0][0])
