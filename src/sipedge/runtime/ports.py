@@ -1,0 +1,75 @@
+"""The seams between the SIP call path and the storage side of the runtime.
+
+The call path (handlers, B2BUA) only ever reads `SnapshotSource.current` and pushes events into
+sinks that never block and never await; the storage side drains them in batches, off the path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+from sipedge.edge.snapshot import RoutingSnapshot
+
+Direction = Literal["inbound", "outbound"]
+HangupSide = Literal["carrier", "agent", "edge"]
+
+
+class SnapshotSource(Protocol):
+    """Holds the routing snapshot in force; swapped whole by the loader."""
+
+    @property
+    def current(self) -> RoutingSnapshot: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecordEvent:
+    """A finished (or refused) call, as the call path saw it. Written asynchronously in batches.
+
+    `decided_by` names the rule that ended the call: an edge `MetricReason` value for a refusal
+    ("channels", "codecs", ...), else "answered", "agent_failure", "agent_timeout", "canceled",
+    "max_duration", "trunk_deleted", ...
+    """
+
+    run_id: str
+    trunk_id: str
+    direction: Direction
+    started_at: datetime
+    ended_at: datetime
+    final_sip_code: int
+    decided_by: str
+    number_id: str | None = None
+    agent_id: str | None = None
+    from_number: str | None = None
+    to_number: str | None = None
+    carrier_call_id: str | None = None
+    agent_call_id: str | None = None
+    answered_at: datetime | None = None
+    hangup_side: HangupSide | None = None
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.answered_at is None:
+            return None
+        return max(0.0, (self.ended_at - self.answered_at).total_seconds())
+
+
+class CallRecordSink(Protocol):
+    def record(self, event: CallRecordEvent) -> None:
+        """Queue a record; must not block or raise on the call path."""
+        ...
+
+
+class ActivitySink(Protocol):
+    """Trunk/number activity seen by the call path: `last_*_at` and health, throttled by the sink."""
+
+    def call_crossed(
+        self, *, trunk_id: str, number_id: str | None, direction: Direction, at: datetime
+    ) -> None:
+        """A call crossed the trunk (inbound accepted at ACL step, or any carrier response)."""
+        ...
+
+    def outbound_outcome(self, *, trunk_id: str, outcome: str, at: datetime) -> None:
+        """An outbound attempt ended: "answered", "carrier_failure" or a callee answer."""
+        ...
