@@ -34,7 +34,8 @@ pytest: install system-deps
 test: lint typecheck pytest
 
 bench: install system-deps
-	$(BIN)/python -m bench
+	$(BIN)/pip install -q -r bench/requirements.txt
+	taskset -c 0 $(BIN)/python -m bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache sipedge.db
