@@ -143,7 +143,10 @@ class Api:
         if allow_private not in self._apps:
             settings = Settings(
                 database={"url": self.url},  # type: ignore[arg-type]
-                security={"allow_private_gateways": allow_private},  # type: ignore[arg-type]
+                security={  # type: ignore[arg-type]
+                    "allow_private_gateways": allow_private,
+                    "allow_private_webhooks": allow_private,
+                },
                 http={"max_body_bytes": 65_536},  # type: ignore[arg-type]
             )
             self._apps[allow_private] = create_app(

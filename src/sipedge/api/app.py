@@ -13,7 +13,7 @@ from sipedge.api.body_limit import BodySizeLimit
 from sipedge.api.deps import Services
 from sipedge.api.errors import install_error_handlers
 from sipedge.api.gateway_resolver import DnsGatewayResolver, GatewayResolver
-from sipedge.api.routers import carrier_ips, gateways, health, numbers, trunks
+from sipedge.api.routers import agents, calls, carrier_ips, gateways, health, numbers, trunks
 from sipedge.config import Settings
 from sipedge.store.changes import ChangeNotifier
 from sipedge.store.db import make_engine, make_session_factory
@@ -64,13 +64,13 @@ def create_app(
     app = FastAPI(
         title="sipedge admin API",
         version=__version__,
-        description="SIP trunks, gateways, carrier IPs and numbers (interface 1.0.0).",
+        description="SIP trunks, gateways, carrier IPs and numbers (interface 1.0.0); agents (/v2).",
         lifespan=lifespan,
         docs_url="/docs",
     )
     app.state.services = services
     install_error_handlers(app)
-    for module in (health, trunks, gateways, carrier_ips, numbers):
+    for module in (health, trunks, gateways, carrier_ips, numbers, calls, agents):
         app.include_router(module.router)
     app.add_middleware(BodySizeLimit, max_body_bytes=settings.http.max_body_bytes)
     return app

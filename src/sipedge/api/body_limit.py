@@ -1,4 +1,5 @@
-"""ASGI middleware refusing request bodies larger than `http.max_body_bytes` with 413 `{message}`.
+"""ASGI middleware refusing request bodies larger than `http.max_body_bytes` with 413 `{message}`
+(`{error: 413, message}` under /v2/agent, the seed's Agent error shape).
 
 The body is read (up to the limit) before the app runs, so an oversized upload is refused
 without reaching FastAPI's parser; a declared Content-Length over the limit is refused at once.
@@ -9,6 +10,8 @@ from __future__ import annotations
 import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sipedge.api.errors import is_agent_path
 
 
 class BodySizeLimit:
@@ -22,7 +25,7 @@ class BodySizeLimit:
             return
         declared = _content_length(scope)
         if declared is not None and declared > self.max_body_bytes:
-            await _reject(send)
+            await _reject(scope, send)
             return
         chunks: list[bytes] = []
         size = 0
@@ -35,7 +38,7 @@ class BodySizeLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
-                await _reject(send)
+                await _reject(scope, send)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -69,8 +72,11 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-async def _reject(send: Send) -> None:
-    body = json.dumps({"message": "request body too large"}).encode()
+async def _reject(scope: Scope, send: Send) -> None:
+    payload: dict[str, object] = {"message": "request body too large"}
+    if is_agent_path(str(scope.get("path", ""))):
+        payload = {"error": 413, **payload}
+    body = json.dumps(payload).encode()
     await send(
         {
             "type": "http.response.start",

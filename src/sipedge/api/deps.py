@@ -29,10 +29,17 @@ class Services:
     notifier: ChangeNotifier
     active_calls: Callable[[str], int]
 
-    async def commit(self, session: AsyncSession, *, kind: str, trunk_id: str | None) -> None:
+    async def commit(
+        self,
+        session: AsyncSession,
+        *,
+        kind: str,
+        trunk_id: str | None,
+        agent_id: str | None = None,
+    ) -> None:
         """Commit the request's writes, then tell subscribers the routing data changed."""
         await session.commit()
-        self.notifier.notify(kind, trunk_id)
+        self.notifier.notify(kind, trunk_id, agent_id)
 
 
 def get_services(request: Request) -> Services:

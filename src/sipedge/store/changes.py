@@ -15,8 +15,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    kind: str  # e.g. "trunk.created", "gateway.deleted", "number.updated"
+    kind: str  # e.g. "trunk.created", "gateway.deleted", "number.updated", "agent.updated"
     trunk_id: str | None
+    agent_id: str | None = None
 
 
 ChangeCallback = Callable[[Change], None]
@@ -38,8 +39,8 @@ class ChangeNotifier:
 
         return unsubscribe
 
-    def notify(self, kind: str, trunk_id: str | None) -> None:
-        change = Change(kind, trunk_id)
+    def notify(self, kind: str, trunk_id: str | None, agent_id: str | None = None) -> None:
+        change = Change(kind, trunk_id, agent_id)
         for callback in list(self._subscribers):
             try:
                 callback(change)

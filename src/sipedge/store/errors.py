@@ -25,3 +25,8 @@ class ConflictError(StoreError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class RejectedError(StoreError):
+    """The change does not fit the stored data, e.g. a prompt for a task that does not exist
+    (HTTP 400)."""

@@ -7,6 +7,7 @@ The migrations in `migrations/versions/` create exactly this schema (tests compa
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -72,12 +73,42 @@ class ApiToken(_Row, Base):
 
 
 class Agent(_Row, _Owned, Base):
-    """The part of an agent that trunks need (the agent API extends it)."""
+    """A voice agent's configuration (seed "Agent").
+
+    Columns the edge, the dialer and the webhook sender read are real columns; the task list, the
+    prompts and the nested objects are stored as JSON exactly as validated by the API.
+    `config_version` grows with every write; `agent_status` is `seeding` until the SIP edge's
+    routing snapshot holds that version (see `store.agents.mark_agents_processed`).
+    """
 
     __tablename__ = "agents"
+    __table_args__ = (
+        CheckConstraint("agent_status IN ('seeding', 'processed')", name="agent_status"),
+        CheckConstraint(
+            "(call_start_hour IS NULL AND call_end_hour IS NULL) OR "
+            "(call_start_hour IS NOT NULL AND call_end_hour IS NOT NULL AND call_start_hour >= 0 "
+            "AND call_end_hour <= 23 AND call_end_hour >= call_start_hour)",
+            name="calling_guardrails",
+        ),
+    )
 
     agent_name: Mapped[str] = mapped_column(String(200))
     telephony_provider: Mapped[str | None] = mapped_column(String(20))
+    agent_type: Mapped[str] = mapped_column(String(50), default="other")
+    agent_welcome_message: Mapped[str] = mapped_column(Text, default="")
+    webhook_url: Mapped[str | None] = mapped_column(String(2048))
+    agent_status: Mapped[str] = mapped_column(String(20), default="seeding")
+    config_version: Mapped[int] = mapped_column(Integer, default=1)
+    call_summary_enabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    call_start_hour: Mapped[int | None] = mapped_column(Integer)
+    call_end_hour: Mapped[int | None] = mapped_column(Integer)
+    tasks: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    agent_prompts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    ingest_source_config: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    synthesizer: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+
+    def __repr__(self) -> str:  # never show ingest_source_config (it holds a token)
+        return f"Agent(id={self.id!r}, agent_name={self.agent_name!r})"
 
 
 class Trunk(_Row, _Owned, Base):

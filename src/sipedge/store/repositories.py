@@ -11,7 +11,18 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sipedge.store import conversion
-from sipedge.store.agents import create_agent, get_visible_agent
+from sipedge.store.agent_config import AgentChanges, AgentConfig, CallingGuardrails
+from sipedge.store.agents import (
+    create_agent,
+    create_agent_config,
+    delete_agent,
+    get_agent,
+    get_visible_agent,
+    list_agents,
+    mark_agents_processed,
+    replace_agent,
+    update_agent,
+)
 from sipedge.store.carrier_ips import add_carrier_ip, remove_carrier_ip
 from sipedge.store.conversion import finish_conversion
 from sipedge.store.gateways import GatewaySpec, add_gateway, remove_gateway
@@ -21,6 +32,9 @@ from sipedge.store.ownership import Principal
 from sipedge.store.trunks import create_trunk, delete_trunk, get_trunk, list_trunks, update_trunk
 
 __all__ = [
+    "AgentChanges",
+    "AgentConfig",
+    "CallingGuardrails",
     "GatewaySpec",
     "NumberSpec",
     "Principal",
@@ -29,16 +43,23 @@ __all__ = [
     "add_number",
     "assign_agent",
     "create_agent",
+    "create_agent_config",
     "create_trunk",
+    "delete_agent",
     "delete_trunk",
     "finish_conversion",
+    "get_agent",
     "get_trunk",
     "get_visible_agent",
+    "list_agents",
     "list_trunks",
+    "mark_agents_processed",
     "remove_carrier_ip",
     "remove_gateway",
     "remove_number",
+    "replace_agent",
     "start_conversion",
+    "update_agent",
     "update_trunk",
 ]
 

@@ -30,6 +30,11 @@ def _storable(data: Any) -> bool:
     return True
 
 
+def is_storable(data: Any) -> bool:
+    """Whether every string in `data` (keys too) can be stored by both databases."""
+    return _storable(data)
+
+
 class RequestModel(BaseModel):
     """Request bodies: unknown fields are 422, types are not coerced ("10" is not 10)."""
 
