@@ -57,3 +57,139 @@ api_request_seconds = Histogram(
     "Admin API request latency.",
     registry=REGISTRY,
 )
+
+
+# --- storage side of the SIP runtime (snapshot loader, call records, activity) -----------------
+
+
+class RecordLoss(StrEnum):
+    QUEUE_FULL = "queue_full"  # the in-memory queue was full: the oldest record was dropped
+    WRITE_FAILED = "write_failed"  # a batch still failed after its retries
+
+
+snapshot_reload_failures_total = Counter(
+    "sipedge_snapshot_reload_failures_total",
+    "Routing snapshot loads that failed (the previous snapshot stayed in force).",
+    registry=REGISTRY,
+)
+
+snapshot_reloads_total = Counter(
+    "sipedge_snapshot_reloads_total",
+    "Routing snapshots loaded and swapped in.",
+    registry=REGISTRY,
+)
+
+call_records_written_total = Counter(
+    "sipedge_call_records_written_total",
+    "Call records written to the database.",
+    registry=REGISTRY,
+)
+
+call_records_lost_total = Counter(
+    "sipedge_call_records_lost_total",
+    "Call records that were never written, by why.",
+    ["reason"],
+    registry=REGISTRY,
+)
+
+activity_write_failures_total = Counter(
+    "sipedge_activity_write_failures_total",
+    "Background writes of trunk/number activity (last_*_at, health) that failed (retried later).",
+    registry=REGISTRY,
+)
+
+
+# --- the inbound call path (runtime/) --------------------------------------------------------
+
+
+class InboundOutcome(StrEnum):
+    """How the edge disposed of an inbound INVITE: accepted, or refused/dropped by a rule.
+
+    Refusal values are exactly ``edge.decisions.MetricReason``'s (kept in step by a unit test);
+    ``invalid`` covers 400/483 before the pipeline, ``loop`` a merged request (482).
+    """
+
+    ACCEPTED = "accepted"
+    UNKNOWN_SOURCE = "unknown_source"
+    TRANSPORT = "transport"
+    NO_NUMBER = "no_number"
+    NO_AGENT = "no_agent"
+    CHANNELS = "channels"
+    CODECS = "codecs"
+    MALFORMED_SDP = "malformed_sdp"
+    INVALID = "invalid"
+    LOOP = "loop"
+
+
+class InboundAction(StrEnum):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    DROPPED = "dropped"
+
+
+class CallEnd(StrEnum):
+    """Why a call that reached the B2BUA ended (the call record's ``decided_by``)."""
+
+    ANSWERED = "answered"  # answered, then a BYE from either side
+    CANCELED = "canceled"
+    AGENT_DECLINED = "agent_declined"  # agent 486/600/603, relayed as-is
+    AGENT_FAILURE = "agent_failure"  # agent error response -> 503
+    AGENT_TIMEOUT = "agent_timeout"  # no final answer (Timer B, ring timeout) -> 503
+    AGENT_UNREACHABLE = "agent_unreachable"  # transport error towards the agent -> 503
+    NO_COMMON_CODEC = "codecs"  # the agent's answer had none of the trunk's codecs -> 488
+    NO_ACK = "no_ack"  # the carrier never acknowledged our 2xx
+    CARRIER_UNREACHABLE = "carrier_unreachable"
+    MAX_DURATION = "max_duration"
+    TRUNK_DELETED = "trunk_deleted"
+    SHUTDOWN = "shutdown"
+
+
+inbound_invites_total = Counter(
+    "sipedge_inbound_invites_total",
+    "Inbound INVITEs by action and the rule that decided them.",
+    ["action", "outcome"],
+    registry=REGISTRY,
+)
+
+inbound_drops_total = Counter(
+    "sipedge_inbound_drops_total",
+    "Requests dropped without an answer, by rule (unknown sources under the drop policy).",
+    ["reason"],
+    registry=REGISTRY,
+)
+
+active_calls = Gauge(
+    "sipedge_active_calls",
+    "Calls holding a channel on this node.",
+    registry=REGISTRY,
+)
+
+call_endings_total = Counter(
+    "sipedge_call_endings_total",
+    "Calls that reached the B2BUA, by how they ended.",
+    ["reason"],
+    registry=REGISTRY,
+)
+
+invite_first_response_seconds = Histogram(
+    "sipedge_invite_first_response_seconds",
+    "Inbound INVITE to the first non-100 response sent to the carrier.",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+    registry=REGISTRY,
+)
+
+# Label children bound once, at import: the call path never calls ``labels()``.
+INBOUND_CHILDREN: dict[tuple[InboundAction, InboundOutcome], Counter] = {
+    (action, outcome): inbound_invites_total.labels(action=action.value, outcome=outcome.value)
+    for action in InboundAction
+    for outcome in InboundOutcome
+    if (action is InboundAction.ACCEPTED) == (outcome is InboundOutcome.ACCEPTED)
+}
+DROP_CHILDREN: dict[InboundOutcome, Counter] = {
+    outcome: inbound_drops_total.labels(reason=outcome.value)
+    for outcome in InboundOutcome
+    if outcome is not InboundOutcome.ACCEPTED
+}
+ENDING_CHILDREN: dict[CallEnd, Counter] = {
+    end: call_endings_total.labels(reason=end.value) for end in CallEnd
+}
