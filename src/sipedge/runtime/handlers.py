@@ -1,0 +1,343 @@
+"""The transaction user of the edge: every request and response the transaction layer delivers.
+
+New INVITEs run the edge pipeline (``edge.inbound.evaluate_invite``) and ``render_decision`` turns
+its answer into a response, a log line and a metric (livekit's seam: one switch). Requests and
+responses of live calls go to their ``Call``; anything else gets the RFC answer (481, 405, 200 to
+OPTIONS from a carrier).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sipedge.edge.carrier_acl import UnknownSourcePolicy
+from sipedge.edge.decisions import Accept, Drop, Reject
+from sipedge.edge.inbound import (
+    InboundDecision,
+    InboundInvite,
+    InboundRoute,
+    crossed_trunks,
+    evaluate_invite,
+    evaluate_options,
+)
+from sipedge.edge.numbers import dialled_digits
+from sipedge.edge.snapshot import RoutingSnapshot
+from sipedge.metrics import (
+    DROP_CHILDREN,
+    INBOUND_CHILDREN,
+    InboundAction,
+    InboundOutcome,
+)
+from sipedge.runtime.b2bua import Call
+from sipedge.runtime.legs import EdgeServices
+from sipedge.runtime.messages import caller_number
+from sipedge.runtime.ports import CallRecordEvent, SnapshotSource
+from sipedge.runtime.relay import (
+    RELAYED_METHODS,
+    on_relay_failed,
+    on_relayed_response,
+    relay_request,
+)
+from sipedge.runtime.responses import ALLOW, render_reject, respond
+from sipedge.sip.errors import SipError
+from sipedge.sip.message import Request, Response
+from sipedge.sip.transaction import TerminationReason
+from sipedge.sip.uri import SipUri, TelUri
+from sipedge.stack.transactions import (
+    AnyTransaction,
+    ClientTransaction,
+    ServerTransaction,
+    SipTransport,
+)
+
+__all__ = ["EdgeHandler", "render_decision"]
+
+log = logging.getLogger(__name__)
+
+_IN_DIALOG = frozenset({"BYE", "ACK", "CANCEL", "INFO", "UPDATE", "PRACK", "NOTIFY"})
+_ALLOWED = frozenset(m.strip() for m in ALLOW.split(","))
+
+
+def render_decision(
+    decision: InboundDecision,
+    request: Request,
+    tx: ServerTransaction,
+    to_tag: str,
+) -> InboundRoute | None:
+    """The one switch: answer (or not), count, log. Returns the route of an accepted call."""
+    if isinstance(decision, Accept):
+        INBOUND_CHILDREN[(InboundAction.ACCEPTED, InboundOutcome.ACCEPTED)].inc()
+        log.debug("INVITE %s accepted on trunk %s", request.call_id, decision.route.trunk.id)
+        return decision.route
+    outcome = InboundOutcome(decision.metric_reason.value)
+    if isinstance(decision, Drop):
+        INBOUND_CHILDREN[(InboundAction.DROPPED, outcome)].inc()
+        DROP_CHILDREN[outcome].inc()
+        log.debug("INVITE %s dropped: %s", request.call_id, outcome.value)
+        return None
+    tx.respond(render_reject(request, decision, to_tag=to_tag))
+    INBOUND_CHILDREN[(InboundAction.REJECTED, outcome)].inc()
+    log.debug("INVITE %s refused %d: %s", request.call_id, decision.status, decision.reason)
+    return None
+
+
+def _uri_user(request: Request) -> tuple[str | None, str, str | None]:
+    uri = request.uri
+    user: str | None
+    if isinstance(uri, TelUri):
+        user, scheme = uri.number, "tel"
+    elif isinstance(uri, SipUri):
+        user, scheme = uri.user, uri.scheme
+    else:
+        user, scheme = None, "sip"
+    to_uri = request.to.uri
+    to_user = to_uri.user if isinstance(to_uri, SipUri) else None
+    return user, scheme, to_user
+
+
+class EdgeHandler:
+    """``stack.transactions.TransactionUser`` of the edge."""
+
+    def __init__(
+        self,
+        svc: EdgeServices,
+        *,
+        snapshots: SnapshotSource,
+        unknown_source: UnknownSourcePolicy,
+        observe: Callable[[RoutingSnapshot], None],
+    ) -> None:
+        self.svc = svc
+        self.snapshots = snapshots
+        self.unknown_source: UnknownSourcePolicy = unknown_source
+        self.observe = observe
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def on_request(
+        self,
+        request: Request,
+        tx: ServerTransaction | None,
+        source: tuple[str, int],
+        transport: SipTransport,
+    ) -> None:
+        call = self.svc.calls.get(request.call_id)
+        if call is not None:
+            self._in_call(call, request, tx)
+            return
+        method = request.method
+        if method == "ACK" or tx is None:
+            return
+        tag = self.svc.new_tag()
+        if request.to.tag is None and method == "INVITE":
+            self._new_invite(request, tx, source, transport)
+        elif request.to.tag is None and method == "OPTIONS":
+            decision = evaluate_options(
+                source[0], self.snapshots.current, unknown_source=self.unknown_source
+            )
+            if isinstance(decision, Accept):
+                ok = respond(request, 200, to_tag=tag)
+                ok.headers.add("Allow", ALLOW)
+                ok.headers.add("Accept", "application/sdp")
+                tx.respond(ok)
+            elif isinstance(decision, Reject):
+                tx.respond(render_reject(request, decision, to_tag=tag))
+        elif method == "CANCEL":
+            found = self.svc.layer.find_invite(request) is not None
+            # §9.2: a CANCEL for an INVITE already answered has no effect but gets its 200.
+            tx.respond(respond(request, 200 if found else 481, to_tag=tag))
+        elif request.to.tag is not None or method in _IN_DIALOG or method in _ALLOWED:
+            tx.respond(respond(request, 481, to_tag=tag))
+        else:
+            tx.respond(respond(request, 405, to_tag=tag))
+
+    def _new_invite(
+        self,
+        request: Request,
+        tx: ServerTransaction,
+        source: tuple[str, int],
+        transport: SipTransport,
+    ) -> None:
+        svc = self.svc
+        started_at, started_mono = datetime.now(UTC), svc.loop.time()
+        tag = svc.new_tag()
+        try:
+            hops = request.max_forwards
+        except SipError:
+            hops = -1
+        if hops <= 0:
+            status = 483 if hops == 0 else 400
+            tx.respond(respond(request, status, to_tag=tag))
+            INBOUND_CHILDREN[(InboundAction.REJECTED, InboundOutcome.INVALID)].inc()
+            return
+        snapshot = self.snapshots.current
+        self.observe(snapshot)
+        user, scheme, to_user = _uri_user(request)
+        sdp = request.body if _is_sdp(request) else None
+        invite = InboundInvite(
+            source_ip=source[0],
+            transport="tcp" if transport.reliable else "udp",
+            call_id=request.call_id,
+            request_uri_user=user,
+            request_uri_scheme=scheme,
+            to_user=to_user,
+            sdp=sdp,
+        )
+        decision = evaluate_invite(
+            invite, snapshot, svc.limiter, unknown_source=self.unknown_source
+        )
+        route = render_decision(decision, request, tx, tag)
+        try:
+            self._report(decision, route, request, started_at, (user, scheme, to_user))
+        except Exception:
+            # The sinks must not raise (ports.py); if one does, the call path carries on.
+            log.exception("activity/record sink failed")
+        if route is None:
+            return
+        try:
+            call = Call(
+                svc,
+                route=route,
+                invite=request,
+                tx=tx,
+                source=source,
+                transport=transport,
+                started_at=started_at,
+                started_mono=started_mono,
+            )
+        except Exception:
+            # Never leak the channel the pipeline took, whatever went wrong building the leg.
+            log.exception("cannot build the agent leg")
+            svc.limiter.release(route.lease.call_id)
+            tx.respond(respond(request, 503, to_tag=tag))
+            return
+        svc.register(call)
+        call.start()
+
+    def _report(
+        self,
+        decision: InboundDecision,
+        route: InboundRoute | None,
+        request: Request,
+        started_at: datetime,
+        dialled: tuple[str | None, str, str | None],
+    ) -> None:
+        """Trunks crossed at step 3 saw traffic (health, ``last_inbound_at``); a refused call
+        that got that far leaves its record."""
+        svc = self.svc
+        now = datetime.now(UTC)
+        crossed = crossed_trunks(decision)
+        number_id = route.number.id if route is not None else getattr(decision, "number_id", None)
+        for trunk_id in crossed:
+            svc.activity.call_crossed(
+                trunk_id=trunk_id, number_id=number_id, direction="inbound", at=now
+            )
+        if not isinstance(decision, Reject) or not crossed:
+            return
+        svc.records.record(
+            CallRecordEvent(
+                run_id=svc.new_run_id(),
+                trunk_id=crossed[0],
+                direction="inbound",
+                started_at=started_at,
+                ended_at=now,
+                final_sip_code=decision.status,
+                decided_by=decision.metric_reason.value,
+                number_id=decision.number_id,
+                agent_id=decision.agent_id,
+                from_number=caller_number(request.from_),
+                to_number=_dialled(*dialled),
+                carrier_call_id=request.call_id,
+                hangup_side="edge",
+            )
+        )
+
+    def _in_call(self, call: Call, request: Request, tx: ServerTransaction | None) -> None:
+        leg = call.leg_of(request.call_id)
+        method = request.method
+        if method == "ACK":
+            call.on_ack(leg, request)
+            return
+        if tx is None:
+            return
+        if method == "CANCEL":
+            invite_tx = self.svc.layer.find_invite(request)
+            tx.respond(respond(request, 200 if invite_tx is not None else 481))
+            if invite_tx is call.invite_tx:
+                call.on_cancel()
+            return
+        dialog = leg.dialog
+        if dialog is None or request.to.tag != dialog.local_tag or dialog.early:
+            # A second INVITE on a live Call-ID without our tag is a merged request (§8.2.2.2).
+            status = 482 if method == "INVITE" and request.to.tag is None else 481
+            tx.respond(respond(request, status, to_tag=self.svc.new_tag()))
+            return
+        refused = dialog.receive_request(request)
+        if refused is not None:
+            tx.respond(respond(request, refused))
+        elif method == "BYE":
+            tx.respond(respond(request, 200))
+            call.on_bye(leg)
+        elif method == "OPTIONS":
+            ok = respond(request, 200)
+            ok.headers.add("Allow", ALLOW)
+            tx.respond(ok)
+        elif method in RELAYED_METHODS:
+            relay_request(call, leg, request, tx)
+        else:
+            tx.respond(respond(request, 405))
+
+    # --- responses and terminations ------------------------------------------------------------
+
+    def on_response(self, response: Response, tx: ClientTransaction | None) -> None:
+        if tx is not None and response.status >= 200:
+            self.svc.byes.discard(tx)
+        call = self.svc.calls.get(response.call_id)
+        if call is None:
+            if (
+                tx is not None
+                and tx.request.method == "INVITE"
+                and 200 <= response.status < 300
+                and response.cseq.method == "INVITE"
+            ):
+                self.svc.clean_up_orphan(response, tx)
+            return
+        leg = call.leg_of(response.call_id)
+        cseq = response.cseq
+        if leg is call.agent and cseq.method == "INVITE" and cseq.seq == call.agent_invite_seq:
+            call.on_agent_invite_response(response)
+        else:
+            on_relayed_response(call, leg, response)
+
+    def on_terminated(self, tx: AnyTransaction, reason: TerminationReason) -> None:
+        request = tx.request
+        if isinstance(tx, ClientTransaction):
+            self.svc.byes.discard(tx)
+        if reason is TerminationReason.NORMAL:
+            if isinstance(tx, ClientTransaction) and request.method == "INVITE":
+                self.svc.orphans.pop(request.call_id, None)
+            return
+        call = self.svc.calls.get(request.call_id)
+        if call is None:
+            return
+        leg = call.leg_of(request.call_id)
+        if isinstance(tx, ClientTransaction):
+            if request is call.agent_invite:
+                call.on_agent_invite_failed(reason)
+            else:
+                on_relay_failed(call, leg, request)
+        elif tx is call.invite_tx and reason is TerminationReason.TRANSPORT_ERROR:
+            call.carrier_lost()
+
+
+def _is_sdp(request: Request) -> bool:
+    content_type = request.content_type
+    return content_type is not None and content_type.split(";", 1)[0].strip().lower() == (
+        "application/sdp"
+    )
+
+
+def _dialled(user: str | None, scheme: str, to_user: str | None) -> str | None:
+    digits = dialled_digits(user, scheme) or dialled_digits(to_user, "sip")
+    return f"+{digits}" if digits else None
