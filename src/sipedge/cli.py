@@ -63,6 +63,10 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_serve)
     api = roles.add_parser("api", help="the admin API only")
     api.set_defaults(handler=_api)
+    sip = roles.add_parser(
+        "sip", help="the SIP edge only (re-reads the database every few seconds)"
+    )
+    sip.set_defaults(handler=_sip)
 
     db = roles.add_parser("db", help="database administration")
     db_cmds = db.add_subparsers(dest="db_command", metavar="DB_COMMAND")
@@ -176,13 +180,19 @@ def _trunk_finish(settings: Settings, args: argparse.Namespace) -> int:
 def _serve(settings: Settings, _args: argparse.Namespace) -> int:
     from sipedge.runtime.serve import serve
 
-    return serve(settings, with_sip=True)
+    return serve(settings, role="serve")
 
 
 def _api(settings: Settings, _args: argparse.Namespace) -> int:
     from sipedge.runtime.serve import serve
 
-    return serve(settings, with_sip=False)
+    return serve(settings, role="api")
+
+
+def _sip(settings: Settings, _args: argparse.Namespace) -> int:
+    from sipedge.runtime.serve import serve
+
+    return serve(settings, role="sip")
 
 
 if __name__ == "__main__":

@@ -1,74 +1,118 @@
-"""`sipedge serve` / `sipedge api`: migrations, a first token, the admin API and /metrics."""
+"""The process roles: `serve` (SIP edge + admin API), `api` and `sip`, wired from Settings.
+
+One engine, one change notifier and one channel limiter are shared by both halves of `serve`, so
+an API write reaches the SIP side's snapshot in-process, and `active_calls` is the live figure.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Literal
 
 import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import Request
 from starlette.responses import Response
 
+from sipedge.api.app import create_app
 from sipedge.config import Settings
+from sipedge.edge.channels import ChannelLimiter
 from sipedge.metrics import REGISTRY
+from sipedge.runtime.active_calls import active_calls_from
+from sipedge.runtime.activity import ActivityTracker
+from sipedge.runtime.call_record_writer import CallRecordWriter
+from sipedge.runtime.edge_app import SipEdge
+from sipedge.runtime.snapshot_loader import SnapshotLoader
+from sipedge.stack.loop import install_uvloop
+from sipedge.store import tokens
+from sipedge.store.changes import ChangeNotifier
+from sipedge.store.db import make_engine, make_session_factory
+from sipedge.store.migrate import upgrade
 
 log = logging.getLogger("sipedge.serve")
 
 FIRST_USER = "admin"
+SIP_ROLE_POLL_SECONDS = 5.0
+Role = Literal["serve", "api", "sip"]
 
 
-def serve(settings: Settings, *, with_sip: bool) -> int:
-    """Run until interrupted. Returns the process exit code.
-
-    `with_sip` is accepted for the `serve` role; the SIP listener joins here with the inbound
-    call path (issue 4). Until then both roles serve the admin API.
-    """
-    from sipedge.store.migrate import upgrade
-
+def serve(settings: Settings, *, role: Role) -> int:
+    """Run one role until SIGINT/SIGTERM. Returns the process exit code."""
     if settings.database.auto_migrate:
         upgrade(settings.database.url)
+    install_uvloop()  # before the loop exists: the policy decides which loop asyncio.run makes
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_run(settings, with_sip=with_sip))
+        asyncio.run(_run(settings, role=role))
     return 0
-
-
-async def _issue_first_token(settings: Settings) -> str | None:
-    """On an empty database, create a token so the user can call the API at once."""
-    from sipedge.store import tokens
-    from sipedge.store.db import make_engine, make_session_factory
-
-    engine = make_engine(settings.database.url)
-    try:
-        async with make_session_factory(engine)() as session:
-            if await tokens.any_tokens(session):
-                return None
-            token = await tokens.create_token(session, user_id=FIRST_USER)
-            await session.commit()
-            return token
-    finally:
-        await engine.dispose()
 
 
 async def _metrics(_request: Request) -> Response:
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
 
-async def _run(settings: Settings, *, with_sip: bool) -> None:
-    from sipedge.api.app import create_app
-    from sipedge.stack.loop import install_uvloop
+async def _issue_first_token(engine: AsyncEngine) -> str | None:
+    """On an empty database, create a token so the user can call the API at once."""
+    async with make_session_factory(engine)() as session:
+        if await tokens.any_tokens(session):
+            return None
+        token = await tokens.create_token(session, user_id=FIRST_USER)
+        await session.commit()
+        return token
 
-    install_uvloop()
-    first_token = await _issue_first_token(settings)
-    if first_token is not None:
-        # Printed once, to the terminal only: the database keeps nothing but its hash.
-        print(
-            f"\nFirst admin token (user {FIRST_USER!r}); it is shown only now:\n\n"
-            f"    export SIPEDGE_TOKEN={first_token}\n",
-            flush=True,
-        )
-    app = create_app(settings)
+
+@asynccontextmanager
+async def _sip_edge(
+    settings: Settings, engine: AsyncEngine, notifier: ChangeNotifier, limiter: ChannelLimiter
+) -> AsyncIterator[SipEdge]:
+    """The SIP edge and the storage-side workers that feed it, stopped in reverse order."""
+    sessions = make_session_factory(engine)
+    loader = SnapshotLoader(sessions)
+    writer = CallRecordWriter(sessions)
+    tracker = ActivityTracker(sessions)
+    if not await loader.load():
+        raise RuntimeError("could not load the routing snapshot from the database")
+    unsubscribe = loader.subscribe(notifier)
+    writer.start()
+    tracker.start()
+    edge = SipEdge(settings, snapshots=loader, limiter=limiter, records=writer, activity=tracker)
+    try:
+        await edge.start()
+        host, port = edge.address
+        log.info("SIP edge on %s:%d (udp, tcp); agents at %s", host, port, settings.agents.endpoint)
+        yield edge
+    finally:
+        await edge.stop()
+        unsubscribe()
+        await loader.stop()
+        await writer.stop()
+        await tracker.stop()
+
+
+async def _poll_store(notifier: ChangeNotifier) -> None:
+    """The `sip` role has no API in its process to signal changes: re-read the store instead."""
+    while True:
+        await asyncio.sleep(SIP_ROLE_POLL_SECONDS)
+        notifier.notify("poll", None)
+
+
+def _api_server(
+    settings: Settings,
+    engine: AsyncEngine,
+    notifier: ChangeNotifier,
+    limiter: ChannelLimiter | None,
+) -> uvicorn.Server:
+    app = create_app(
+        settings,
+        engine=engine,
+        notifier=notifier,
+        active_calls=active_calls_from(limiter) if limiter is not None else None,
+    )
     app.add_route("/metrics", _metrics, include_in_schema=False)
     config = uvicorn.Config(
         app,
@@ -79,5 +123,50 @@ async def _run(settings: Settings, *, with_sip: bool) -> None:
         lifespan="on",
     )
     server = uvicorn.Server(config)
-    log.info("admin API on http://%s:%d", settings.http.host, settings.http.port)
-    await server.serve()
+    # Our own signal handlers stop every part in order; uvicorn's would stop only the API.
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign, assignment]
+    return server
+
+
+async def _run(settings: Settings, *, role: Role) -> None:
+    engine = make_engine(settings.database.url, echo=settings.database.echo)
+    notifier = ChangeNotifier()
+    limiter = ChannelLimiter()
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stopping.set)
+    try:
+        if role != "sip":
+            first_token = await _issue_first_token(engine)
+            if first_token is not None:
+                # Printed once, to the terminal only: the database keeps nothing but its hash.
+                print(
+                    f"\nFirst admin token (user {FIRST_USER!r}); it is shown only now:\n\n"
+                    f"    export SIPEDGE_TOKEN={first_token}\n",
+                    flush=True,
+                )
+        async with contextlib.AsyncExitStack() as running:
+            if role in ("serve", "sip"):
+                await running.enter_async_context(_sip_edge(settings, engine, notifier, limiter))
+            worker: asyncio.Task[None]
+            server: uvicorn.Server | None = None
+            if role == "sip":
+                worker = asyncio.create_task(_poll_store(notifier))
+            else:
+                server = _api_server(
+                    settings, engine, notifier, limiter if role == "serve" else None
+                )
+                worker = asyncio.create_task(server.serve())
+                log.info("admin API on http://%s:%d", settings.http.host, settings.http.port)
+            stop_wait = asyncio.create_task(stopping.wait())
+            await asyncio.wait([stop_wait, worker], return_when=asyncio.FIRST_COMPLETED)
+            stop_wait.cancel()
+            if server is not None:
+                server.should_exit = True  # graceful: in-flight API requests finish
+            else:
+                worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+    finally:
+        await engine.dispose()
