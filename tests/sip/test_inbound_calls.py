@@ -210,3 +210,20 @@ async def test_reinvite_without_a_trunk_codec_gets_488_and_the_call_survives(tmp
         assert env.channels_in_use() == 0
         record = only_record(env)
         assert (record.decided_by, record.hangup_side) == ("answered", "carrier")
+
+
+async def test_wildcard_bind_advertises_the_address_peers_reach(tmp_path) -> None:
+    # The default config listens on 0.0.0.0 with no advertised address: Via and Contact must
+    # still name an address the peers can reach, never the wildcard.
+    async with running_edge(str(tmp_path), host="0.0.0.0") as env:
+        carrier, agent = await run_pair(
+            env, "uac-answered-expect-200.xml", "uas-answer-wait-bye.xml"
+        )
+        await env.settle()
+        assert ok(carrier), carrier.output
+        assert ok(agent), agent.output
+        agent_trace = messages(env.workdir, "uas-answer-wait-bye.xml")
+        carrier_trace = messages(env.workdir, "uac-answered-expect-200.xml")
+        assert "0.0.0.0" not in agent_trace
+        assert "0.0.0.0" not in carrier_trace
+        assert f"Contact: <sip:127.0.0.1:{env.port}" in carrier_trace.replace("sipedge@", "")

@@ -90,12 +90,12 @@ class Call:
             route=route,
             run_id=self.run_id,
             target=svc.agent_target,
-            via=svc.via(agent_transport),
-            contact=svc.contact(agent_transport),
+            via=svc.via(agent_transport, svc.agent_peer),
+            contact=svc.contact(agent_transport, svc.agent_peer),
             call_id=self.agent.call_id,
             from_tag=svc.new_tag(),
             caller=caller_number(invite.from_),
-            local_host=svc.advertised,
+            local_host=svc.local_host(agent_transport, svc.agent_peer),
             max_forwards=invite.max_forwards - 1,
         )
         self.agent_ack: Request | None = None
@@ -173,7 +173,7 @@ class Call:
             self.invite,
             response,
             to_tag=self.carrier_tag,
-            contact=self.svc.contact(self.carrier.transport) if tagged else None,
+            contact=self.svc.contact(self.carrier.transport, self.carrier.peer) if tagged else None,
             body=body,
         )
         self._to_carrier(out)
@@ -210,10 +210,10 @@ class Call:
             self.invite,
             response,
             to_tag=self.carrier_tag,
-            contact=self.svc.contact(self.carrier.transport),
+            contact=self.svc.contact(self.carrier.transport, self.carrier.peer),
             body=body,
         )
-        local_via = parse_via(self.svc.via(self.carrier.transport))[0]
+        local_via = parse_via(self.svc.via(self.carrier.transport, self.carrier.peer))[0]
         self.carrier.dialog = Dialog.uas(self.invite, ok, local_via=local_via)
         self.phase = Phase.ANSWERED
         self.answered_at = datetime.now(UTC)

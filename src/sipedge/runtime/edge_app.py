@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from typing import Any
 
 from sipedge.config import Settings
@@ -36,6 +37,7 @@ from sipedge.sip.message import Message, Request
 from sipedge.sip.timers import TimerConfig
 from sipedge.sip.transaction import Address
 from sipedge.sip.uri import SipUri, parse_uri
+from sipedge.stack.local_address import is_ip_literal
 from sipedge.stack.routing import reply_destination, stamp_received
 from sipedge.stack.transactions import SipTransport, TransactionLayer
 from sipedge.stack.transport_tcp import TcpTransport
@@ -103,6 +105,7 @@ class SipEdge:
         sip = self.settings.sip
         loop = asyncio.get_running_loop()
         timers = TimerConfig(t1=sip.t1, t2=sip.t2, t4=sip.t4)
+        self.agent_peer = await _resolve_once(loop, self.agent_peer)
         layer = TransactionLayer(_Unbound(), config=timers, loop=loop)
         self._layer = layer
         self._udp, self._tcp = await self._bind(sip.host, sip.port, layer)
@@ -111,7 +114,8 @@ class SipEdge:
         agent_transport: SipTransport = (
             self._tcp if self.agent_target.transport == "tcp" else self._udp
         )
-        advertised = self.settings.sip.advertised_address or self._udp.local_address[0]
+        # Empty means "per peer": the bound address, or the route's source on a wildcard bind.
+        advertised = self.settings.sip.advertised_address
         svc = EdgeServices(
             loop=loop,
             layer=layer,
@@ -274,3 +278,18 @@ class _Unbound:
 
     def on_terminated(self, *args: Any) -> None:
         return None
+
+
+async def _resolve_once(loop: asyncio.AbstractEventLoop, peer: Address) -> Address:
+    """The agent endpoint as an address literal, looked up once at start.
+
+    Sending to a name would resolve it (blocking) on every message of every call.
+    """
+    host, port = peer
+    if is_ip_literal(host):
+        return peer
+    try:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    except OSError as exc:
+        raise TransportError(f"agents.endpoint host does not resolve: {exc}") from exc
+    return (str(infos[0][4][0]), port)

@@ -21,6 +21,7 @@ from sipedge.sip.message import Message, Request, Response
 from sipedge.sip.timers import TimerConfig
 from sipedge.sip.transaction import Address
 from sipedge.sip.uri import SipUri
+from sipedge.stack.local_address import advertised_host
 from sipedge.stack.transactions import ClientTransaction, ServerTransaction, SipTransport
 
 if TYPE_CHECKING:
@@ -97,11 +98,17 @@ class EdgeServices:
     def new_run_id(self) -> str:
         return str(uuid.uuid4())
 
-    def via(self, transport: SipTransport) -> str:
-        return via_value(transport.name, self.advertised, transport.local_address[1])
+    def local_host(self, transport: SipTransport, peer: Address) -> str:
+        """Our address as `peer` must see it (the configured one, or the route's source)."""
+        return advertised_host(self.advertised, transport.local_address[0], peer[0])
 
-    def contact(self, transport: SipTransport) -> str:
-        return contact_value(self.advertised, transport.local_address[1], transport.name)
+    def via(self, transport: SipTransport, peer: Address) -> str:
+        host = self.local_host(transport, peer)
+        return via_value(transport.name, host, transport.local_address[1])
+
+    def contact(self, transport: SipTransport, peer: Address) -> str:
+        host = self.local_host(transport, peer)
+        return contact_value(host, transport.local_address[1], transport.name)
 
     # --- registry ------------------------------------------------------------------------------
 

@@ -102,7 +102,7 @@ def on_relayed_response(call: Call, leg: Leg, response: Response) -> None:
             if body is None:
                 _answer(tx, respond(original, 488, warning=edge_warning("no common codec")))
                 return
-        contact = call.svc.contact(origin.transport)
+        contact = call.svc.contact(origin.transport, origin.peer)
     elif method != "INVITE":
         extra = _body_headers(response)
     else:

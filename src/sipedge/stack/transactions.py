@@ -53,6 +53,7 @@ from sipedge.sip.transaction import (
 )
 from sipedge.sip.transaction_client import InviteClientTransaction, NonInviteClientTransaction
 from sipedge.sip.transaction_server import InviteServerTransaction, NonInviteServerTransaction
+from sipedge.stack.local_address import advertised_host
 from sipedge.stack.routing import reply_destination, stamp_received
 
 __all__ = [
@@ -310,7 +311,7 @@ class TransactionLayer:
         if request.method == "ACK":
             raise ValueError("an ACK is not a transaction: use send_stateless")
         if "Via" not in request.headers:
-            request.headers.prepend("Via", self.via_value(transport))
+            request.headers.prepend("Via", self.via_value(transport, dest=dest))
         key = client_key(request)
         if key is None:
             raise ValueError("request top Via has no branch")
@@ -336,8 +337,12 @@ class TransactionLayer:
         key = cancel_target_key(cancel)
         return self._server.get(key) if key is not None else None
 
-    def via_value(self, transport: SipTransport, branch: str | None = None) -> str:
+    def via_value(
+        self, transport: SipTransport, branch: str | None = None, *, dest: Address | None = None
+    ) -> str:
         host, port = transport.local_address
+        if dest is not None:
+            host = advertised_host("", host, dest[0])
         return f"SIP/2.0/{transport.name} {host}:{port};branch={branch or self._new_branch()};rport"
 
     # --- running FSMs ------------------------------------------------------------------------
