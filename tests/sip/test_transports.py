@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from sipedge.metrics import LIMIT_CHILDREN
 from sipedge.sip.errors import SipError, TransportError
+from sipedge.sip.limits import Limits
 from sipedge.sip.message import Headers, Message, Request, Response
 from sipedge.sip.parser import parse_message
 from sipedge.stack.loop import install_uvloop
@@ -152,14 +154,44 @@ async def test_udp_bad_request_without_rport_goes_to_via_port(
     assert isinstance(reply, Response) and reply.status == 400
 
 
-async def test_udp_oversize_datagram_dropped(
+async def test_udp_oversize_request_answered_513_and_counted(
     udp_pair: tuple[UdpTransport, Sink, UdpTransport, Sink],
 ) -> None:
-    a, _, b, sb = udp_pair
+    a, sa, b, sb = udp_pair
+    hits = LIMIT_CHILDREN["message_size"]._value.get()
     a.send(request(4, body=b"x" * 3000), b.local_address)
     a.send(request(5), b.local_address)
     msg, _, _, _ = await sb.get()
-    assert msg.call_id == "call-5" and b.dropped == 1
+    assert msg.call_id == "call-5"
+    reply, _, _, _ = await sa.get()
+    assert isinstance(reply, Response) and (reply.status, reply.call_id) == (513, "call-4")
+    assert LIMIT_CHILDREN["message_size"]._value.get() == hits + 1
+
+
+async def test_udp_oversize_response_dropped(
+    udp_pair: tuple[UdpTransport, Sink, UdpTransport, Sink],
+) -> None:
+    a, sa, b, sb = udp_pair
+    big = b"SIP/2.0 200 OK\r\n" + request(6, body=b"x" * 3000).split(b"\r\n", 1)[1]
+    a.send(big, b.local_address)
+    a.send(request(7), b.local_address)
+    msg, _, _, _ = await sb.get()
+    assert msg.call_id == "call-7" and b.dropped == 1 and sa.queue.empty()
+
+
+async def test_udp_limit_breach_answered_with_the_rfc_status() -> None:
+    sa, sb = Sink(), Sink()
+    a = await UdpTransport.create("127.0.0.1", 0, sa)
+    b = await UdpTransport.create("127.0.0.1", 0, sb, limits=Limits(max_body_bytes=100))
+    try:
+        hits = LIMIT_CHILDREN["body_size"]._value.get()
+        a.send(request(8, body=b"x" * 200), b.local_address)
+        reply, _, _, _ = await sa.get()
+        assert isinstance(reply, Response) and reply.status == 413
+        assert LIMIT_CHILDREN["body_size"]._value.get() == hits + 1 and sb.queue.empty()
+    finally:
+        await a.close()
+        await b.close()
 
 
 async def test_udp_on_error_callback_replaces_default() -> None:
@@ -288,6 +320,7 @@ async def test_tcp_per_peer_cap_closes_excess() -> None:
         r2, w2 = await asyncio.open_connection(*server.local_address)
         assert await _expect_eof(r2) == b""
         assert server.rejected == 1 and server.connections == 1
+        assert LIMIT_CHILDREN["tcp_connections_per_peer"]._value.get() >= 1
         w1.close()
         w2.close()
     finally:
@@ -303,6 +336,7 @@ async def test_tcp_global_cap_closes_excess() -> None:
         r2, w2 = await asyncio.open_connection(*server.local_address)
         assert await _expect_eof(r2) == b""
         assert server.rejected == 1
+        assert LIMIT_CHILDREN["tcp_connections"]._value.get() >= 1
         w1.close()
         w2.close()
     finally:
@@ -316,6 +350,7 @@ async def test_tcp_idle_timeout_closes() -> None:
         assert await _expect_eof(reader) == b""
         writer.close()
         assert server.connections == 0
+        assert LIMIT_CHILDREN["tcp_idle"]._value.get() >= 1
     finally:
         await server.close()
 
@@ -323,10 +358,10 @@ async def test_tcp_idle_timeout_closes() -> None:
 @pytest.mark.parametrize(
     "data",
     [
-        request(1, "TCP", b"x" * 2000),  # over the 1 KiB cap
         request(1, "TCP").replace(b"Content-Length: 0\r\n", b""),  # unframeable
+        b"SIP/2.0 200 OK\r\n" + request(1, "TCP", b"x" * 2000).split(b"\r\n", 1)[1],
     ],
-    ids=["oversize", "no-content-length"],
+    ids=["no-content-length", "oversize-response"],
 )
 async def test_tcp_unframeable_or_oversize_closes(data: bytes) -> None:
     sink = Sink()
@@ -336,6 +371,40 @@ async def test_tcp_unframeable_or_oversize_closes(data: bytes) -> None:
         writer.write(data)
         assert await _expect_eof(reader) == b""
         assert sink.queue.empty()
+        writer.close()
+    finally:
+        await server.close()
+
+
+async def test_tcp_oversize_request_answered_513_then_closed() -> None:
+    sink = Sink()
+    server = await TcpTransport.create("127.0.0.1", 0, sink, max_size=1024)
+    try:
+        hits = LIMIT_CHILDREN["message_size"]._value.get()
+        reader, writer = await asyncio.open_connection(*server.local_address)
+        writer.write(request(1, "TCP", b"x" * 2000))
+        answer = parse_message(await _expect_eof(reader))
+        assert isinstance(answer, Response) and answer.status == 513
+        assert sink.queue.empty()
+        assert LIMIT_CHILDREN["message_size"]._value.get() == hits + 1
+        writer.close()
+    finally:
+        await server.close()
+
+
+async def test_tcp_header_limit_answered_400_and_connection_kept() -> None:
+    sink = Sink()
+    server = await TcpTransport.create("127.0.0.1", 0, sink, limits=Limits(max_headers=16))
+    try:
+        hits = LIMIT_CHILDREN["header_count"]._value.get()
+        reader, writer = await asyncio.open_connection(*server.local_address)
+        many = request(2, "TCP").replace(b"Max-Forwards", b"X-A: 1\r\n" * 20 + b"Max-Forwards")
+        writer.write(many + request(3, "TCP"))
+        msg, _, _, _ = await sink.get()
+        assert msg.call_id == "call-3"
+        answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WAIT)
+        assert answer.startswith(b"SIP/2.0 400 ")
+        assert LIMIT_CHILDREN["header_count"]._value.get() == hits + 1
         writer.close()
     finally:
         await server.close()
@@ -406,3 +475,38 @@ def test_install_uvloop_is_safe() -> None:
         assert install_uvloop() in (True, False)
     finally:
         aio.set_event_loop_policy(policy)
+
+
+async def test_udp_admit_hook_drops_before_parsing() -> None:
+    sa, sb = Sink(), Sink()
+    seen: list[str] = []
+
+    def admit(ip: str) -> bool:
+        seen.append(ip)
+        return len(seen) != 1  # refuse the first datagram only
+
+    a = await UdpTransport.create("127.0.0.1", 0, sa)
+    b = await UdpTransport.create("127.0.0.1", 0, sb, admit=admit)
+    try:
+        a.send(b"garbage that would be answered if parsed", b.local_address)
+        a.send(request(2), b.local_address)
+        msg, _, _, _ = await sb.get()
+        assert msg.call_id == "call-2" and seen == ["127.0.0.1", "127.0.0.1"]
+        assert sa.queue.empty()
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_tcp_admit_hook_drops_messages_and_keeps_the_connection() -> None:
+    sink = Sink()
+    verdicts = iter([False, True])
+    server = await TcpTransport.create("127.0.0.1", 0, sink, admit=lambda ip: next(verdicts))
+    try:
+        _reader, writer = await asyncio.open_connection(*server.local_address)
+        writer.write(request(1, "TCP") + request(2, "TCP"))
+        msg, _, _, _ = await sink.get()
+        assert msg.call_id == "call-2" and sink.queue.empty()
+        writer.close()
+    finally:
+        await server.close()

@@ -1,8 +1,8 @@
 """The seed's error shapes, and the handlers that render every failure in them.
 
-400/401/403/404/405/413: `{message}`; 409: `{detail: {code, message}}`; 422:
-`{detail: [{loc, msg, type}]}` with no `input`, `ctx` or `url`, and messages that never embed
-the rejected input.
+400/401/403/404/405/413/429: `{message}` (429 carries `Retry-After`); 409:
+`{detail: {code, message}}`; 422: `{detail: [{loc, msg, type}]}` with no `input`, `ctx` or `url`,
+and messages that never embed the rejected input.
 
 Under `/v2/agent` every failure has the seed's Agent error shape `{error: <status>, message}`,
 and request validation failures (malformed JSON, a body that is not an object, a bad query

@@ -8,7 +8,7 @@ by us; it never echoes bytes from the wire, so it can go into a reason phrase or
 
 from __future__ import annotations
 
-__all__ = ["SipError", "SipParseError", "TransportError"]
+__all__ = ["SipError", "SipLimitError", "SipParseError", "TransportError"]
 
 
 class SipError(Exception):
@@ -32,6 +32,16 @@ class SipParseError(SipError):
     ``status`` is 400 when a request was recognised but is invalid, ``None`` when not even a request
     could be recognised or the message is a response (responses are never answered).
     """
+
+
+class SipLimitError(SipParseError):
+    """The message breaks a hard limit (``sip.limits``); ``limit`` names which (a metric label)."""
+
+    limit: str
+
+    def __init__(self, reason: str, status: int | None, limit: str) -> None:
+        super().__init__(reason, status)
+        self.limit = limit
 
 
 class TransportError(SipError):

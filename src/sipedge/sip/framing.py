@@ -5,16 +5,19 @@ sans-IO: feed it whatever bytes arrived, get back every complete message; it kee
 CRLFs between messages are skipped (RFC 3261 §7.5, and RFC 5626 §3.5.1 keep-alives: a
 double-CRLF "ping" sets ``pong_due`` so the transport can answer with a single CRLF "pong").
 
-Anything unframeable — no or a bad Content-Length, a header block or message beyond ``max_size``
-— raises ``SipError(status=None)``: the caller must close the connection, because there is no
-way to find the next message boundary.
+Anything unframeable — no or a bad Content-Length, a header block beyond ``max_size`` — raises
+``SipError(status=None)``: the caller must close the connection, because there is no way to find
+the next message boundary. A complete header block announcing a message beyond ``max_size``
+raises ``SipLimitError`` (513 for a request, None for a response) and keeps that header block in
+``rejected_head``, so the caller can answer 513 Message Too Large before closing.
 """
 
 from __future__ import annotations
 
 import re
 
-from sipedge.sip.errors import SipParseError
+from sipedge.sip.errors import SipLimitError, SipParseError
+from sipedge.sip.limits import LimitKind
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "StreamFramer"]
 
@@ -25,11 +28,12 @@ _CONTENT_LENGTH = re.compile(rb"\r\n(?:content-length|l)[ \t]*:[ \t]*([^\r\n]*)"
 
 
 class StreamFramer:
-    __slots__ = ("_buf", "_need", "_scan_from", "max_size", "pong_due")
+    __slots__ = ("_buf", "_need", "_scan_from", "max_size", "pong_due", "rejected_head")
 
     def __init__(self, max_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         self.max_size = max_size
         self.pong_due = False
+        self.rejected_head: bytes | None = None
         self._buf = bytearray()
         self._need = 0  # total length of the message at the head of the buffer, once known
         self._scan_from = 0  # where the header-end search resumes (avoids rescanning)
@@ -51,13 +55,15 @@ class StreamFramer:
                 end = buf.find(b"\r\n\r\n", self._scan_from)
                 if end < 0:
                     if len(buf) > self.max_size:
-                        raise SipParseError("header block too large", None)
+                        raise SipLimitError("header block too large", None, LimitKind.MESSAGE_SIZE)
                     self._scan_from = max(0, len(buf) - 3)
                     break
                 self._scan_from = 0
                 self._need = end + 4 + self._content_length(end)
                 if self._need > self.max_size:
-                    raise SipParseError("message too large", None)
+                    self.rejected_head = bytes(buf[: end + 4])
+                    status = None if buf.startswith(b"SIP/") else 513
+                    raise SipLimitError("message too large", status, LimitKind.MESSAGE_SIZE)
             if len(buf) < self._need:
                 break
             out.append(bytes(buf[: self._need]))

@@ -7,6 +7,12 @@ to canonical keys through a memo table (no per-line ``lower()``), and values sta
 someone reads them. Only what every request needs anyway is checked eagerly: the start line, the
 mandatory headers, CSeq, the top Via, From/To, Max-Forwards and Content-Length.
 
+Hard limits (``sip.limits.Limits``, ``parse_message(data, limits)``) ride on values the hot path
+has anyway: the datagram length, the line count, the header block's length (the per-line length
+scan runs only when the whole block is longer than one line may be) and the Via key count (plus
+one C-level comma count for lists). A breach raises ``SipLimitError``: 513 for an oversize
+request, 413 for its body, 400 for the header block's shape; responses are dropped.
+
 Error policy (``SipParseError.status``): a recognised request that is invalid -> 400 (505 for
 another SIP version); anything that is not recognisably a request, and every bad response -> None
 (drop: RFC 3261 §16.3/§18.1.2 never answer a response).
@@ -16,8 +22,9 @@ from __future__ import annotations
 
 import re
 
-from sipedge.sip.errors import SipError, SipParseError
-from sipedge.sip.headers import parse_cseq, parse_name_addr, parse_via
+from sipedge.sip.errors import SipError, SipLimitError, SipParseError
+from sipedge.sip.headers import parse_cseq, parse_name_addr, parse_via, split_comma
+from sipedge.sip.limits import DEFAULT_LIMITS, LimitKind, Limits
 from sipedge.sip.message import _CANON, Headers, Message, Request, Response, canonical_name
 from sipedge.sip.uri import SipUri, parse_uri
 
@@ -49,10 +56,14 @@ def _drop(reason: str) -> SipParseError:
     return SipParseError(reason, None)
 
 
-def parse_message(data: bytes) -> Message:
-    """Parse one datagram or one framed stream message. Raises only ``SipError``."""
+def parse_message(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Message:
+    """Parse one datagram or one framed stream message. Raises only ``SipError``.
+
+    A message over one of ``limits`` raises ``SipLimitError`` (see ``sip.limits``); the checks
+    cost O(1) per message on the common path (a length compare or a count already at hand).
+    """
     try:
-        return _parse(data)
+        return _parse(data, limits)
     except SipError:
         raise
     except (ValueError, IndexError, UnicodeError, OverflowError) as exc:
@@ -60,10 +71,14 @@ def parse_message(data: bytes) -> Message:
         raise _drop("unparseable message") from exc
 
 
-def _parse(data: bytes) -> Message:
+def _parse(data: bytes, limits: Limits) -> Message:
     # RFC 3261 §7.5: ignore CRLFs before the start line (keep-alives, sloppy senders).
     if data[:1] in (b"\r", b"\n"):
         data = data.lstrip(b"\r\n")
+    if len(data) > limits.max_message_bytes:
+        # RFC 3261 §21.5.11: 513 Message Too Large for a request; a response is dropped.
+        status = None if data[:4] == b"SIP/" else 513
+        raise SipLimitError("message too large", status, LimitKind.MESSAGE_SIZE)
     end = data.find(b"\r\n\r\n")
     if end >= 0:
         body_start = end + 4
@@ -91,8 +106,34 @@ def _parse(data: bytes) -> Message:
         lines = [lines[0].rstrip(" \t"), *(_strip_value(ln) for ln in lines[1:])]
     start = lines[0]
     if start.startswith("SIP/"):
-        return _parse_response(start, lines, data, body_start)
-    return _parse_request(start, lines, data, body_start)
+        return _parse_response(start, lines, data, body_start, head, limits)
+    return _parse_request(start, lines, data, body_start, head, limits)
+
+
+def _check_shape(lines: list[str], head: str, limits: Limits, status: int | None) -> None:
+    """Header count and line length: O(1) unless the whole block exceeds the line limit."""
+    if len(lines) - 1 > limits.max_headers:
+        raise SipLimitError("too many header fields", status, LimitKind.HEADER_COUNT)
+    limit = limits.max_header_line_length
+    if len(head) > limit and max(map(len, lines)) > limit:
+        raise SipLimitError("header line too long", status, LimitKind.HEADER_LENGTH)
+
+
+def _check_via_depth(
+    keys: list[str], items: list[list[str]], head: str, limits: Limits, status: int | None
+) -> None:
+    """Via values in the message; exact counting only when lines + commas could exceed it."""
+    limit = limits.max_via_depth
+    lines = keys.count("via")
+    if lines + head.count(",") <= limit:
+        return
+    depth = lines
+    if lines <= limit:
+        depth = sum(
+            len(split_comma(item[1])) for k, item in zip(keys, items, strict=True) if k == "via"
+        )
+    if depth > limit:
+        raise SipLimitError("too many Via values", status, LimitKind.VIA_DEPTH)
 
 
 def _strip_value(line: str) -> str:
@@ -150,10 +191,17 @@ def _slow_line(line: str, status: int | None) -> tuple[list[str], str]:
 
 
 def _body(
-    keys: list[str], items: list[list[str]], data: bytes, body_start: int, status: int | None
+    keys: list[str],
+    items: list[list[str]],
+    data: bytes,
+    body_start: int,
+    status: int | None,
+    limits: Limits,
 ) -> bytes:
     if "content-length" not in keys:
         # RFC 3261 §18.3: over UDP a missing Content-Length means "to the end of the datagram".
+        if len(data) - body_start > limits.max_body_bytes:
+            raise _body_too_large(status)
         return data[body_start:]
     value = items[keys.index("content-length")][1]
     if keys.count("content-length") > 1 and any(
@@ -163,6 +211,8 @@ def _body(
     if not value.isdigit() or not value.isascii() or len(value) > 10:
         raise SipParseError("malformed Content-Length", status)
     length = int(value)
+    if length > limits.max_body_bytes:
+        raise _body_too_large(status)
     available = len(data) - body_start
     if length > available:
         # §18.3: fewer bytes than Content-Length on a datagram -> 400 (drop for responses).
@@ -171,25 +221,34 @@ def _body(
     return data[body_start : body_start + length]
 
 
+def _body_too_large(status: int | None) -> SipLimitError:
+    # RFC 3261 §21.4.11: 413 Request Entity Too Large (a response is dropped).
+    return SipLimitError("body too large", 413 if status is not None else None, LimitKind.BODY_SIZE)
+
+
 def _check_single(keys: list[str], status: int | None) -> None:
     for key in _SINGLE:
         if keys.count(key) > 1:
             raise SipParseError("duplicate header", status)
 
 
-def _parse_request(start: str, lines: list[str], data: bytes, body_start: int) -> Request:
+def _parse_request(
+    start: str, lines: list[str], data: bytes, body_start: int, head: str, limits: Limits
+) -> Request:
     method, uri_text, version = parse_request_line(start)
+    _check_shape(lines, head, limits, 400)
     headers = _split_headers(lines[1:], 400)
     keys, items = headers._keys, headers._items
     for key in MANDATORY_REQUEST_HEADERS:
         if key not in keys:
             raise SipParseError("Missing mandatory header", 400)
     _check_single(keys, 400)
+    _check_via_depth(keys, items, head, limits, 400)
     uri = parse_uri(uri_text)  # raises 400
     if isinstance(uri, SipUri) and uri.headers:
         # RFC 3261 §19.1.1 table: headers are not allowed in a Request-URI (RFC 4475 §3.1.2.11).
         raise SipParseError("headers in Request-URI", 400)
-    body = _body(keys, items, data, body_start, 400)
+    body = _body(keys, items, data, body_start, 400, limits)
     request = Request(method, uri, headers, body, version)
     # Validate (400) what the core reads for every request, and seed the message's cache with
     # the parsed values (same (raw, value) entries the lazy properties would create).
@@ -212,7 +271,9 @@ def _parse_request(start: str, lines: list[str], data: bytes, body_start: int) -
     return request
 
 
-def _parse_response(start: str, lines: list[str], data: bytes, body_start: int) -> Response:
+def _parse_response(
+    start: str, lines: list[str], data: bytes, body_start: int, head: str, limits: Limits
+) -> Response:
     parts = start.split(" ", 2)
     if len(parts) < 2 or _VERSION.match(parts[0]) is None:
         raise _drop("malformed Status-Line")
@@ -222,13 +283,15 @@ def _parse_response(start: str, lines: list[str], data: bytes, body_start: int) 
     if len(code) != 3 or not code.isdigit() or not code.isascii() or not "1" <= code[0] <= "6":
         raise _drop("malformed status code")
     reason = parts[2] if len(parts) == 3 else ""
+    _check_shape(lines, head, limits, None)
     headers = _split_headers(lines[1:], None)
     keys, items = headers._keys, headers._items
     for key in MANDATORY_REQUEST_HEADERS:
         if key not in keys:
             raise _drop("missing mandatory header")
     _check_single(keys, None)
-    body = _body(keys, items, data, body_start, None)
+    _check_via_depth(keys, items, head, limits, None)
+    body = _body(keys, items, data, body_start, None, limits)
     response = Response(int(code), reason, headers, body, "SIP/2.0")
     try:
         # The transaction layer matches on these; a response it cannot match is dropped.
@@ -290,4 +353,5 @@ _REASONS = {
     416: "Unsupported URI Scheme",
     483: "Too Many Hops",
     505: "Version Not Supported",
+    513: "Message Too Large",
 }

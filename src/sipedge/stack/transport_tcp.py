@@ -1,13 +1,18 @@
 """SIP over TCP (RFC 3261 §18): a listener plus one connection per peer, reused both ways.
 
 - Framing is by Content-Length (``sip.framing.StreamFramer``); an unframeable stream or a message
-  over ``max_size`` closes the connection, since no later boundary can be trusted.
+  over ``max_size`` closes the connection, since no later boundary can be trusted (a request
+  over ``max_size`` whose header block arrived is first answered 513 Message Too Large).
+- Hard limits (``sip.limits``: ``limits``), the connection caps and idle closes each bump
+  ``sipedge_sip_limit_hits_total``.
 - Connections are keyed by the peer's (ip, port): ``send(data, dest)`` writes on an existing
   connection to ``dest`` whichever side opened it, otherwise it opens one (writes are buffered
   until it is up; a failed connect is reported to ``on_connect_error``).
 - Caps: ``max_connections`` overall and ``max_per_peer`` per peer IP; an inbound connection
   over a cap is closed at once. Idle connections close after ``idle_timeout`` seconds, checked by
   one lazily re-armed timer per connection (no per-message timer churn).
+- ``admit(peer_ip) -> bool`` (flood protection), when given, runs for every framed message
+  before it is parsed; False drops that message (the connection stays).
 - Invalid requests are answered statelessly on the connection they came on (or handed to
   ``on_error``, same contract as ``UdpTransport``).
 """
@@ -20,8 +25,10 @@ import socket
 from collections.abc import Callable
 from typing import cast
 
-from sipedge.sip.errors import SipError, TransportError
+from sipedge.metrics import LIMIT_CHILDREN, SipLimit
+from sipedge.sip.errors import SipError, SipLimitError, TransportError
 from sipedge.sip.framing import DEFAULT_MAX_MESSAGE_SIZE, StreamFramer
+from sipedge.sip.limits import DEFAULT_LIMITS, Limits
 from sipedge.sip.message import Message, Response
 from sipedge.sip.parser import parse_message
 from sipedge.stack.routing import (
@@ -30,7 +37,7 @@ from sipedge.stack.routing import (
     response_destination,
     stateless_error_bytes,
 )
-from sipedge.stack.transport_udp import OnError, OnMessage
+from sipedge.stack.transport_udp import Admit, OnError, OnMessage
 
 __all__ = ["TcpConnection", "TcpTransport"]
 
@@ -84,15 +91,24 @@ class TcpConnection(asyncio.Protocol):
             frames = self.framer.feed(data)
         except SipError as exc:
             log.debug("closing unframeable tcp stream from %s: %s", self.peer, exc.reason)
+            if isinstance(exc, SipLimitError):
+                LIMIT_CHILDREN[exc.limit].inc()
+                head = self.framer.rejected_head
+                answer = stateless_error_bytes(head, exc) if head is not None else None
+                if answer is not None and self.is_open:
+                    self.write(answer[0])
             self.close()
             return
         if self.framer.pong_due:  # RFC 5626 §3.5.1: answer a CRLFCRLF ping with CRLF
             self.framer.pong_due = False
             self.write(b"\r\n")
         ep = self.endpoint
+        admit = ep.admit
         for frame in frames:
+            if admit is not None and not admit(self.peer[0]):
+                continue
             try:
-                msg = parse_message(frame)
+                msg = parse_message(frame, ep.limits)
             except SipError as exc:
                 ep._reject(exc, frame, self)
                 continue
@@ -123,6 +139,7 @@ class TcpConnection(asyncio.Protocol):
         assert timeout is not None
         if self.endpoint.loop.time() - self._last_activity >= timeout:
             log.debug("closing idle tcp connection to %s", self.peer)
+            LIMIT_CHILDREN[SipLimit.TCP_IDLE].inc()
             self.close()
         else:
             self._arm_idle()  # activity since arming: re-arm for the remainder
@@ -167,8 +184,12 @@ class TcpTransport:
         max_connections: int = 10000,
         max_per_peer: int = 64,
         on_connect_error: Callable[[Address, TransportError], None] | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        admit: Admit | None = None,
     ) -> None:
         self.on_message = on_message
+        self.limits = limits
+        self.admit = admit
         self.on_error = on_error
         self.on_connect_error = on_connect_error
         self.max_size = max_size
@@ -221,11 +242,15 @@ class TcpTransport:
 
     def _admit(self, conn: TcpConnection) -> bool:
         ip = conn.peer[0]
-        if (
-            self._closing
-            or len(self._conns) >= self.max_connections
-            or self._per_ip.get(ip, 0) >= self.max_per_peer
-        ):
+        if self._closing:
+            self.rejected += 1
+            return False
+        if len(self._conns) >= self.max_connections:
+            LIMIT_CHILDREN[SipLimit.TCP_CONNECTIONS].inc()
+            self.rejected += 1
+            return False
+        if self._per_ip.get(ip, 0) >= self.max_per_peer:
+            LIMIT_CHILDREN[SipLimit.TCP_CONNECTIONS_PER_PEER].inc()
             self.rejected += 1
             return False
         self._register(conn)
@@ -296,6 +321,8 @@ class TcpTransport:
                 log.info("tcp connect to %s failed: %s", dest, exc.reason)
 
     def _reject(self, exc: SipError, data: bytes, conn: TcpConnection) -> None:
+        if isinstance(exc, SipLimitError):
+            LIMIT_CHILDREN[exc.limit].inc()
         if self.on_error is not None:
             self.on_error(exc, data, conn.peer, "TCP", conn)
             return

@@ -5,7 +5,12 @@ task per message, STYLE.md). A request that fails to parse with a status is answ
 statelessly (RFC 3261 §8.2.6 / §18.2.2), unless an ``on_error`` callback is given, in which case
 the callback decides (it gets the error, the raw bytes, the source and this endpoint; the helper
 ``stack.routing.stateless_error_bytes`` builds the answer). Errors whose status is None are
-dropped. Oversize datagrams (> ``max_size``) are dropped unread.
+dropped. A datagram over ``max_size`` is not parsed: a request gets 513 Message Too Large
+(answered from its raw header block, when it has what routing the answer needs), anything else is
+dropped. Every hard limit hit (``sip.limits``) bumps ``sipedge_sip_limit_hits_total``.
+
+``admit(source_ip) -> bool``, when given, runs first for every datagram, before any parsing: False
+drops the datagram unread (the flood guard's hook, ``edge.flood``; it keeps its own metrics).
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from sipedge.sip.errors import SipError, TransportError
+from sipedge.metrics import LIMIT_CHILDREN
+from sipedge.sip.errors import SipError, SipLimitError, TransportError
+from sipedge.sip.limits import DEFAULT_LIMITS, LimitKind, Limits
 from sipedge.sip.message import Message, Response
 from sipedge.sip.parser import parse_message
 from sipedge.stack.routing import (
@@ -27,7 +34,7 @@ from sipedge.stack.routing import (
     stateless_error_bytes,
 )
 
-__all__ = ["OnError", "OnMessage", "UdpTransport"]
+__all__ = ["Admit", "OnError", "OnMessage", "UdpTransport"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +42,8 @@ log = logging.getLogger(__name__)
 OnMessage = Callable[[Message, Address, str, Any], None]
 # on_error(error, raw bytes, source, transport name, connection-or-endpoint)
 OnError = Callable[[SipError, bytes, Address, str, Any], None]
+# admit(source ip) -> False drops the packet before it is parsed (flood protection)
+Admit = Callable[[str], bool]
 MAX_DATAGRAM = 65535
 
 
@@ -50,10 +59,14 @@ class UdpTransport(asyncio.DatagramProtocol):
         on_error: OnError | None = None,
         *,
         max_size: int = MAX_DATAGRAM,
+        limits: Limits = DEFAULT_LIMITS,
+        admit: Admit | None = None,
     ) -> None:
         self.on_message = on_message
         self.on_error = on_error
         self.max_size = max_size
+        self.limits = limits
+        self.admit = admit
         self.dropped = 0  # datagrams dropped (oversize or unanswerable garbage)
         self._transport: asyncio.DatagramTransport | None = None
         self._local: Address = ("", 0)
@@ -68,10 +81,12 @@ class UdpTransport(asyncio.DatagramProtocol):
         on_error: OnError | None = None,
         *,
         max_size: int = MAX_DATAGRAM,
+        limits: Limits = DEFAULT_LIMITS,
+        admit: Admit | None = None,
     ) -> UdpTransport:
         """Bind ``host:port`` (port 0 = ephemeral; IPv6 literals without brackets)."""
         loop = asyncio.get_running_loop()
-        self = cls(on_message, on_error, max_size=max_size)
+        self = cls(on_message, on_error, max_size=max_size, limits=limits, admit=admit)
         self._closed = loop.create_future()
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         with map_os_errors(f"bind udp {host}:{port}"):
@@ -98,19 +113,26 @@ class UdpTransport(asyncio.DatagramProtocol):
 
     def datagram_received(self, data: bytes, addr: tuple[Any, ...]) -> None:
         source: Address = (addr[0], addr[1])
+        if self.admit is not None and not self.admit(source[0]):
+            return
         if len(data) > self.max_size:
-            self.dropped += 1
+            status = None if data[:4] == b"SIP/" else 513  # RFC 3261 §21.5.11
+            self._reject(
+                SipLimitError("message too large", status, LimitKind.MESSAGE_SIZE), data, source
+            )
             return
         if not data.strip(b"\r\n"):
             return  # CRLF keep-alive
         try:
-            msg = parse_message(data)
+            msg = parse_message(data, self.limits)
         except SipError as exc:
             self._reject(exc, data, source)
             return
         self.on_message(msg, source, "UDP", self)
 
     def _reject(self, exc: SipError, data: bytes, source: Address) -> None:
+        if isinstance(exc, SipLimitError):
+            LIMIT_CHILDREN[exc.limit].inc()
         if self.on_error is not None:
             self.on_error(exc, data, source, "UDP", self)
             return

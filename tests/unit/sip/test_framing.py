@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sipedge.sip.errors import SipError
+from sipedge.sip.errors import SipError, SipLimitError
 from sipedge.sip.framing import StreamFramer
 from sipedge.sip.parser import parse_message
 
@@ -78,10 +78,21 @@ def test_unframeable_stream_raises_drop(bad: bytes) -> None:
     assert info.value.status is None
 
 
-def test_message_over_cap_raises() -> None:
+def test_request_over_cap_raises_513_with_its_header_block() -> None:
     f = StreamFramer(max_size=1024)
-    with pytest.raises(SipError) as info:
-        f.feed(msg(1, b"x" * 2000)[:600])  # the header block already announces 2000 bytes
+    data = msg(1, b"x" * 2000)
+    with pytest.raises(SipLimitError) as info:
+        f.feed(data[:600])  # the header block already announces 2000 bytes
+    assert info.value.status == 513
+    assert info.value.limit == "message_size"
+    assert f.rejected_head == data[: data.index(b"\r\n\r\n") + 4]
+
+
+def test_response_over_cap_raises_drop() -> None:
+    f = StreamFramer(max_size=1024)
+    response = b"SIP/2.0 200 OK\r\n" + msg(1, b"x" * 2000).split(b"\r\n", 1)[1]
+    with pytest.raises(SipLimitError) as info:
+        f.feed(response)
     assert info.value.status is None
 
 

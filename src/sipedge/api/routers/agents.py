@@ -29,8 +29,15 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (400, "Invalid body (the seed's create errors and every other validation failure)"),
         (401, "Missing, invalid or revoked bearer token"),
         (404, "No live agent with this id for the caller"),
+        (409, "Conflict with existing data"),
         (413, "Request body too large"),
+        (429, "Too many requests for this token (see the Retry-After header)"),
+        # Also keeps FastAPI from declaring its 422 body: validation failures are 400 here.
+        ("4XX", "Any other client error"),
     )
+}
+_ERRORS[429]["headers"] = {
+    "Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}
 }
 router = APIRouter(prefix="/v2/agent", tags=["agents"], responses=_ERRORS)
 

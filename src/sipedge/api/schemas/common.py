@@ -98,4 +98,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     409: {"model": CodedBody, "description": "Conflict with existing data"},
     413: {"model": MessageBody, "description": "Request body too large"},
     422: {"model": ValidationBody, "description": "Validation failed (input never echoed)"},
+    429: {
+        "model": MessageBody,
+        "description": "Too many requests for this token (see the Retry-After header)",
+        "headers": {
+            "Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}
+        },
+    },
 }
