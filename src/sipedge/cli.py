@@ -98,6 +98,15 @@ def _build_parser() -> argparse.ArgumentParser:
     finish = trunk_cmds.add_parser("finish-conversion", help="mark a trunk's migration done")
     finish.add_argument("trunk_id")
     finish.set_defaults(handler=_trunk_finish)
+
+    webhook = roles.add_parser("webhook", help="call status webhooks")
+    webhook_cmds = webhook.add_subparsers(dest="webhook_command", metavar="WEBHOOK_COMMAND")
+    secret = webhook_cmds.add_parser(
+        "secret", help="print the account's webhook signing secret (created on first use)"
+    )
+    secret.add_argument("--user", required=True, help="user id (the account outside orgs)")
+    secret.add_argument("--org", default=None, help="organisation id (the account inside one)")
+    secret.set_defaults(handler=_webhook_secret)
     return parser
 
 
@@ -174,6 +183,14 @@ def _trunk_finish(settings: Settings, args: argparse.Namespace) -> int:
         settings, lambda session: repositories.finish_conversion(session, trunk_id=args.trunk_id)
     )
     print("conversion finished")
+    return 0
+
+
+def _webhook_secret(settings: Settings, args: argparse.Namespace) -> int:
+    from sipedge.store.webhook_outbox import account_key, secret_for
+
+    key = account_key(organization_id=args.org, user_id=args.user)
+    print(_in_session(settings, lambda session: secret_for(session, key)))
     return 0
 
 

@@ -17,6 +17,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from sipedge.sip.limits import Limits
+
 DEFAULT_CONFIG_FILE = Path("config/sipedge.toml")
 CONFIG_FILE_ENV = "SIPEDGE_CONFIG"
 
@@ -35,6 +37,7 @@ class HttpSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    rate_limit_per_minute: int = Field(default=600, ge=0)
 
 
 class SipSettings(_Section):
@@ -49,6 +52,36 @@ class SipSettings(_Section):
     tcp_max_connections: int = Field(default=4096, ge=1)
     tcp_max_connections_per_peer: int = Field(default=16, ge=1)
     max_call_duration: float = Field(default=14_400.0, gt=0)
+    max_headers: int = Field(default=256, ge=16)
+    max_header_line_length: int = Field(default=8192, ge=256)
+    max_via_depth: int = Field(default=100, ge=2)
+    max_body_bytes: int = Field(default=32_768, ge=0)
+    max_transactions: int = Field(default=100_000, ge=1)
+    max_dialogs: int = Field(default=50_000, ge=1)
+
+    def limits(self) -> Limits:
+        """The parser's hard limits (``sip.limits.Limits``) from these settings."""
+        return Limits(
+            max_message_bytes=self.max_message_bytes,
+            max_headers=self.max_headers,
+            max_header_line_length=self.max_header_line_length,
+            max_via_depth=self.max_via_depth,
+            max_body_bytes=self.max_body_bytes,
+        )
+
+
+class FloodSettings(_Section):
+    """Field names equal ``edge.flood.FloodConfig``'s: ``FloodConfig(**flood.model_dump())``."""
+
+    enabled: bool = True
+    window_seconds: float = Field(default=1.0, gt=0)
+    carrier_rate: int = Field(default=500, ge=0)
+    unknown_rate: int = Field(default=20, ge=0)
+    ban_after_windows: int = Field(default=3, ge=1)
+    ban_seconds: float = Field(default=60.0, ge=0)
+    invite_rate: int = Field(default=2000, ge=0)
+    retry_after_seconds: int = Field(default=5, ge=1)
+    max_tracked_sources: int = Field(default=100_000, ge=2)
 
 
 class AgentsSettings(_Section):
@@ -59,6 +92,19 @@ class SecuritySettings(_Section):
     unknown_source: Literal["drop", "reject"] = "drop"
     allow_private_gateways: bool = False
     allow_private_webhooks: bool = False
+
+
+class WebhooksSettings(_Section):
+    """Call status webhook delivery (see runtime/webhook_sender.py)."""
+
+    timeout_seconds: float = Field(default=5.0, gt=0)
+    backoff_base_seconds: float = Field(default=2.0, gt=0)
+    backoff_max_seconds: float = Field(default=600.0, gt=0)
+    give_up_after_seconds: float = Field(default=86_400.0, gt=0)
+    poll_interval_seconds: float = Field(default=1.0, gt=0)
+    batch_size: int = Field(default=50, ge=1, le=1000)
+    lease_seconds: float = Field(default=60.0, gt=0)
+    source_address: str = ""
 
 
 class RedisSettings(_Section):
@@ -82,8 +128,10 @@ class Settings(BaseSettings):
     database: DatabaseSettings = DatabaseSettings()
     http: HttpSettings = HttpSettings()
     sip: SipSettings = SipSettings()
+    flood: FloodSettings = FloodSettings()
     agents: AgentsSettings = AgentsSettings()
     security: SecuritySettings = SecuritySettings()
+    webhooks: WebhooksSettings = WebhooksSettings()
     redis: RedisSettings = RedisSettings()
     logging: LoggingSettings = LoggingSettings()
 

@@ -193,3 +193,114 @@ DROP_CHILDREN: dict[InboundOutcome, Counter] = {
 ENDING_CHILDREN: dict[CallEnd, Counter] = {
     end: call_endings_total.labels(reason=end.value) for end in CallEnd
 }
+
+
+# --- robustness: hard limits and flood protection (stack/, runtime/) -------------------------
+
+
+class SipLimit(StrEnum):
+    """A hard limit that was hit. The first five equal ``sip.limits.LimitKind`` (a unit test
+    keeps them in step); the rest are the TCP transport's connection caps and idle timeout."""
+
+    MESSAGE_SIZE = "message_size"
+    HEADER_COUNT = "header_count"
+    HEADER_LENGTH = "header_length"
+    VIA_DEPTH = "via_depth"
+    BODY_SIZE = "body_size"
+    TCP_CONNECTIONS = "tcp_connections"
+    TCP_CONNECTIONS_PER_PEER = "tcp_connections_per_peer"
+    TCP_IDLE = "tcp_idle"
+
+
+class FloodDrop(StrEnum):
+    """Why flood protection refused a packet; the first three equal ``edge.flood.Verdict``'s
+    non-ALLOW values, ``invite_cap`` is a 503 from the global INVITE admission cap."""
+
+    RATE = "rate"
+    BAN = "ban"
+    BANNED = "banned"
+    INVITE_CAP = "invite_cap"
+
+
+sip_limit_hits_total = Counter(
+    "sipedge_sip_limit_hits_total",
+    "SIP messages or TCP connections refused by a hard limit, by limit.",
+    ["limit"],
+    registry=REGISTRY,
+)
+
+flood_drops_total = Counter(
+    "sipedge_flood_drops_total",
+    "Requests refused by flood protection, by reason (ban = the packet that started a ban).",
+    ["reason"],
+    registry=REGISTRY,
+)
+
+flood_bans_total = Counter(
+    "sipedge_flood_bans_total",
+    "Source IPs banned by flood protection.",
+    registry=REGISTRY,
+)
+
+LIMIT_CHILDREN: dict[str, Counter] = {
+    limit.value: sip_limit_hits_total.labels(limit=limit.value) for limit in SipLimit
+}
+FLOOD_CHILDREN: dict[str, Counter] = {
+    reason.value: flood_drops_total.labels(reason=reason.value) for reason in FloodDrop
+}
+
+
+class OutboundAttemptResult(StrEnum):
+    """How one outbound INVITE to one gateway ended (the gateway is never a label)."""
+
+    ANSWERED = "answered"
+    BUSY = "busy"
+    NO_ANSWER = "no_answer"
+    DECLINED = "declined"
+    FAILED = "failed"
+    SERVER_ERROR = "server_error"
+    FORBIDDEN = "forbidden"
+    TIMEOUT = "timeout"
+    TRANSPORT_ERROR = "transport_error"
+    AUTH_FAILED = "auth_failed"
+    CHANNELS = "channels"
+
+
+outbound_attempts_total = Counter(
+    "sipedge_outbound_attempts_total",
+    "Outbound INVITEs to carrier gateways, by how each attempt ended.",
+    ["result"],
+    registry=REGISTRY,
+)
+OUTBOUND_ATTEMPT_CHILDREN = {
+    r: outbound_attempts_total.labels(r.value) for r in OutboundAttemptResult
+}
+
+
+def outbound_attempt(result: OutboundAttemptResult) -> None:
+    OUTBOUND_ATTEMPT_CHILDREN[result].inc()
+
+
+class WebhookOutcome(StrEnum):
+    DELIVERED = "delivered"  # the receiver answered 2xx
+    RETRY = "retry"  # an error, timeout or non-2xx answer: tried again later
+    GAVE_UP = "gave_up"  # out of time, or a URL that may not be called: marked failed
+
+
+webhook_deliveries_total = Counter(
+    "sipedge_webhook_deliveries_total",
+    "Call status webhook delivery attempts, by outcome.",
+    ["outcome"],
+    registry=REGISTRY,
+)
+
+webhook_events_lost_total = Counter(
+    "sipedge_webhook_events_lost_total",
+    "Call status events never written to the webhook outbox, by why.",
+    ["reason"],
+    registry=REGISTRY,
+)
+
+WEBHOOK_CHILDREN: dict[WebhookOutcome, Counter] = {
+    outcome: webhook_deliveries_total.labels(outcome=outcome.value) for outcome in WebhookOutcome
+}

@@ -35,6 +35,9 @@ from sipedge.store.tokens import create_token
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 TABLES = (
+    "webhook_outbox",
+    "webhook_secrets",
+    "outbound_calls",
     "call_records",
     "trunk_numbers",
     "carrier_ips",
@@ -147,7 +150,7 @@ class Api:
                     "allow_private_gateways": allow_private,
                     "allow_private_webhooks": allow_private,
                 },
-                http={"max_body_bytes": 65_536},  # type: ignore[arg-type]
+                http={"max_body_bytes": 65_536, "rate_limit_per_minute": 0},  # type: ignore[arg-type]
             )
             self._apps[allow_private] = create_app(
                 settings,

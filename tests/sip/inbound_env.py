@@ -22,7 +22,7 @@ from sipedge.config import Settings
 from sipedge.edge.channels import ChannelLimiter
 from sipedge.edge.snapshot import AgentView, NumberView, RoutingSnapshot, TrunkView, build_snapshot
 from sipedge.runtime.edge_app import SipEdge
-from sipedge.runtime.ports import CallRecordEvent
+from sipedge.runtime.ports import CallRecordEvent, CallStatusSink
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "sipp_scenarios"
 NUMBER = "+14155550100"  # number-1 -> agent-1
@@ -123,7 +123,11 @@ def settings(agent_port: int, **sip: object) -> Settings:
 
 @contextlib.asynccontextmanager
 async def running_edge(
-    workdir: str, snap: RoutingSnapshot | None = None, **sip: object
+    workdir: str,
+    snap: RoutingSnapshot | None = None,
+    *,
+    statuses: CallStatusSink | None = None,
+    **sip: object,
 ) -> AsyncIterator[Env]:
     agent_port = free_port("udp")
     snapshots = Snapshots(snap or snapshot())
@@ -134,6 +138,7 @@ async def running_edge(
             limiter=(limiter := ChannelLimiter()),
             records=(records := Records()),
             activity=(activity := Activity()),
+            statuses=statuses,
         ),
         snapshots=snapshots,
         limiter=limiter,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -13,7 +13,17 @@ from sipedge.api.body_limit import BodySizeLimit
 from sipedge.api.deps import Services
 from sipedge.api.errors import install_error_handlers
 from sipedge.api.gateway_resolver import DnsGatewayResolver, GatewayResolver
-from sipedge.api.routers import agents, calls, carrier_ips, gateways, health, numbers, trunks
+from sipedge.api.rate_limit import SlidingWindowLimiter
+from sipedge.api.routers import (
+    agents,
+    calls,
+    carrier_ips,
+    gateways,
+    health,
+    numbers,
+    outbound,
+    trunks,
+)
 from sipedge.config import Settings
 from sipedge.store.changes import ChangeNotifier
 from sipedge.store.db import make_engine, make_session_factory
@@ -30,13 +40,16 @@ def create_app(
     notifier: ChangeNotifier | None = None,
     active_calls: Callable[[str], int] | None = None,
     engine: AsyncEngine | None = None,
+    applied: Callable[[], Awaitable[None]] | None = None,
 ) -> FastAPI:
     """Build the API.
 
     `resolver` resolves gateway hosts (default: DNS through dnspython); `notifier` receives a
     change after every committed write (default: a private one, `app.state.services.notifier`);
     `active_calls(trunk_id)` gives the live channel count (default 0); `engine` shares an existing
-    engine (default: one made from `settings.database.url`, disposed when the app shuts down).
+    engine (default: one made from `settings.database.url`, disposed when the app shuts down);
+    `applied()` is awaited after each committed write, before the response (in `serve`: until the
+    SIP edge's routing snapshot includes the change, so the next INVITE already sees it).
     """
     owns_engine = engine is None
     db_engine = (
@@ -51,6 +64,8 @@ def create_app(
         resolver=resolver if resolver is not None else DnsGatewayResolver(),
         notifier=notifier if notifier is not None else ChangeNotifier(),
         active_calls=active_calls if active_calls is not None else _no_calls,
+        rate_limiter=SlidingWindowLimiter(settings.http.rate_limit_per_minute, window=60.0),
+        applied=applied,
     )
 
     @asynccontextmanager
@@ -70,7 +85,7 @@ def create_app(
     )
     app.state.services = services
     install_error_handlers(app)
-    for module in (health, trunks, gateways, carrier_ips, numbers, calls, agents):
+    for module in (health, trunks, gateways, carrier_ips, numbers, calls, agents, outbound):
         app.include_router(module.router)
     app.add_middleware(BodySizeLimit, max_body_bytes=settings.http.max_body_bytes)
     return app

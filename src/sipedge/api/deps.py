@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -12,10 +14,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from sipedge.api.errors import ApiError
 from sipedge.api.gateway_resolver import GatewayResolver
+from sipedge.api.rate_limit import SlidingWindowLimiter, token_key
 from sipedge.config import Settings
 from sipedge.store.changes import ChangeNotifier
 from sipedge.store.ownership import Principal
 from sipedge.store.tokens import authenticate
+from sipedge.store.types import utcnow
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +32,11 @@ class Services:
     resolver: GatewayResolver
     notifier: ChangeNotifier
     active_calls: Callable[[str], int]
+    rate_limiter: SlidingWindowLimiter = field(default_factory=lambda: SlidingWindowLimiter(0))
+    clock: Callable[[], float] = time.monotonic
+    now: Callable[[], datetime] = utcnow  # wall clock (UTC) for call scheduling; tests inject
+    # Awaited after each committed write: in `serve`, until the SIP edge runs on the new data.
+    applied: Callable[[], Awaitable[None]] | None = None
 
     async def commit(
         self,
@@ -40,6 +49,8 @@ class Services:
         """Commit the request's writes, then tell subscribers the routing data changed."""
         await session.commit()
         self.notifier.notify(kind, trunk_id, agent_id)
+        if self.applied is not None:
+            await self.applied()
 
 
 def get_services(request: Request) -> Services:
@@ -62,11 +73,17 @@ _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
 
 async def get_principal(
+    request: Request,
     session: SessionDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise ApiError(401, "missing bearer token", _UNAUTHORIZED)
+    # Per-token rate limit (http.rate_limit_per_minute), before the token costs a DB lookup.
+    services = get_services(request)
+    wait = services.rate_limiter.hit(token_key(credentials.credentials), services.clock())
+    if wait is not None:
+        raise ApiError(429, "rate limit exceeded", {"Retry-After": str(wait)})
     principal = await authenticate(session, credentials.credentials)
     if principal is None:
         raise ApiError(401, "invalid or revoked token", _UNAUTHORIZED)

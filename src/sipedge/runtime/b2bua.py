@@ -21,6 +21,7 @@ from sipedge.edge.codecs import filter_sdp
 from sipedge.edge.decisions import Reject
 from sipedge.edge.inbound import InboundRoute
 from sipedge.metrics import ENDING_CHILDREN, CallEnd, active_calls, invite_first_response_seconds
+from sipedge.runtime.call_status import inbound_status
 from sipedge.runtime.call_timers import CallTimers
 from sipedge.runtime.legs import EdgeServices, Leg
 from sipedge.runtime.messages import build_agent_invite, build_cancel, caller_number
@@ -100,6 +101,7 @@ class Call:
         )
         self.agent_ack: Request | None = None
         self.deferred_ack = route.late_offer  # late offer: the agent's ACK waits for the carrier's
+        self.status = inbound_status(self)  # ringing / in-progress / final, for the webhooks
 
     @property
     def agent_invite_seq(self) -> int:
@@ -118,6 +120,15 @@ class Call:
 
     def other(self, leg: Leg) -> Leg:
         return self.agent if leg is self.carrier else self.carrier
+
+    def on_own_response(self, leg: Leg, response: Response) -> bool:
+        """A response the call handles itself beyond the agent INVITE's (outbound calls: their
+        carrier INVITE and re-INVITE); True when consumed."""
+        return False
+
+    def on_own_failure(self, request: Request, reason: TerminationReason) -> bool:
+        """A client transaction of the call's own failed (outbound calls); True when handled."""
+        return False
 
     # --- the agent INVITE ----------------------------------------------------------------------
 
@@ -177,6 +188,7 @@ class Call:
             body=body,
         )
         self._to_carrier(out)
+        self.status.ringing(response.status)
 
     def _agent_answered(self, response: Response) -> None:
         agent = self.agent
@@ -219,6 +231,7 @@ class Call:
         self.answered_at = datetime.now(UTC)
         self.final_code = ok.status
         self._to_carrier(ok)
+        self.status.answered(ok.status)
         self.send_2xx(self.carrier, self.invite_tx, ok)
         self.timers.start("max", self.svc.max_call_duration, self._max_duration)
 
@@ -379,6 +392,7 @@ class Call:
         except Exception:
             # The sink must not raise; if it does, the call path still ends cleanly.
             log.exception("call record sink failed")
+        self.status.ended(event)
         log.debug("call %s ended: %s (%s)", self.run_id, reason.value, side)
 
 

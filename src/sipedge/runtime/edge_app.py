@@ -30,7 +30,7 @@ from sipedge.metrics import (
 )
 from sipedge.runtime.handlers import EdgeHandler
 from sipedge.runtime.legs import EdgeServices
-from sipedge.runtime.ports import ActivitySink, CallRecordSink, SnapshotSource
+from sipedge.runtime.ports import ActivitySink, CallRecordSink, CallStatusSink, SnapshotSource
 from sipedge.runtime.responses import respond
 from sipedge.sip.errors import SipError, TransportError
 from sipedge.sip.message import Message, Request
@@ -63,12 +63,14 @@ class SipEdge:
         limiter: ChannelLimiter,
         records: CallRecordSink,
         activity: ActivitySink,
+        statuses: CallStatusSink | None = None,
     ) -> None:
         self.settings = settings
         self.snapshots = snapshots
         self.limiter = limiter
         self.records = records
         self.activity = activity
+        self.statuses = statuses  # call status changes for the webhooks (None: not reported)
         self.unknown_source = settings.security.unknown_source
         target = parse_uri(settings.agents.endpoint)
         if not isinstance(target, SipUri):
@@ -96,6 +98,13 @@ class SipEdge:
         if self._svc is None:
             raise RuntimeError("SipEdge not started")
         return self._svc
+
+    def transport(self, kind: str) -> SipTransport:
+        """The bound transport for a trunk's ``transport`` ("udp" or "tcp")."""
+        transport: SipTransport | None = self._tcp if kind == "tcp" else self._udp
+        if transport is None:
+            raise RuntimeError("SipEdge not started")
+        return transport
 
     @property
     def active_calls(self) -> int:
@@ -128,6 +137,7 @@ class SipEdge:
             limiter=self.limiter,
             records=self.records,
             activity=self.activity,
+            statuses=self.statuses,
         )
         self._svc = svc
         layer.tu = EdgeHandler(

@@ -31,6 +31,7 @@ from sipedge.metrics import (
     InboundOutcome,
 )
 from sipedge.runtime.b2bua import Call
+from sipedge.runtime.call_status import emit, status_of_record
 from sipedge.runtime.legs import EdgeServices
 from sipedge.runtime.messages import caller_number
 from sipedge.runtime.ports import CallRecordEvent, SnapshotSource
@@ -235,23 +236,23 @@ class EdgeHandler:
             )
         if not isinstance(decision, Reject) or not crossed:
             return
-        svc.records.record(
-            CallRecordEvent(
-                run_id=svc.new_run_id(),
-                trunk_id=crossed[0],
-                direction="inbound",
-                started_at=started_at,
-                ended_at=now,
-                final_sip_code=decision.status,
-                decided_by=decision.metric_reason.value,
-                number_id=decision.number_id,
-                agent_id=decision.agent_id,
-                from_number=caller_number(request.from_),
-                to_number=_dialled(*dialled),
-                carrier_call_id=request.call_id,
-                hangup_side="edge",
-            )
+        record = CallRecordEvent(
+            run_id=svc.new_run_id(),
+            trunk_id=crossed[0],
+            direction="inbound",
+            started_at=started_at,
+            ended_at=now,
+            final_sip_code=decision.status,
+            decided_by=decision.metric_reason.value,
+            number_id=decision.number_id,
+            agent_id=decision.agent_id,
+            from_number=caller_number(request.from_),
+            to_number=_dialled(*dialled),
+            carrier_call_id=request.call_id,
+            hangup_side="edge",
         )
+        svc.records.record(record)
+        emit(svc.statuses, status_of_record(record))  # a refused call's one (final) status
 
     def _in_call(self, call: Call, request: Request, tx: ServerTransaction | None) -> None:
         leg = call.leg_of(request.call_id)
@@ -305,6 +306,8 @@ class EdgeHandler:
             return
         leg = call.leg_of(response.call_id)
         cseq = response.cseq
+        if call.on_own_response(leg, response):
+            return
         if leg is call.agent and cseq.method == "INVITE" and cseq.seq == call.agent_invite_seq:
             call.on_agent_invite_response(response)
         else:
@@ -323,6 +326,8 @@ class EdgeHandler:
             return
         leg = call.leg_of(request.call_id)
         if isinstance(tx, ClientTransaction):
+            if call.on_own_failure(request, reason):
+                return
             if request is call.agent_invite:
                 call.on_agent_invite_failed(reason)
             else:

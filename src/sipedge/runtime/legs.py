@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from sipedge.edge.channels import ChannelLimiter
 from sipedge.metrics import active_calls
 from sipedge.runtime.messages import via_value
-from sipedge.runtime.ports import ActivitySink, CallRecordSink
+from sipedge.runtime.ports import ActivitySink, CallRecordSink, CallStatusSink, NoStatuses
 from sipedge.runtime.responses import contact_value
 from sipedge.sip.dialog import Dialog, DialogError
 from sipedge.sip.errors import TransportError
@@ -73,6 +73,7 @@ class EdgeServices:
         limiter: ChannelLimiter,
         records: CallRecordSink,
         activity: ActivitySink,
+        statuses: CallStatusSink | None = None,
     ) -> None:
         self.loop = loop
         self.layer = layer
@@ -85,6 +86,7 @@ class EdgeServices:
         self.limiter = limiter
         self.records = records
         self.activity = activity
+        self.statuses: CallStatusSink = statuses if statuses is not None else NoStatuses()
         self.calls: dict[str, Call] = {}  # carrier and agent Call-IDs -> call
         self.live: dict[str, Call] = {}  # run_id -> call
         self.orphans: dict[str, Request] = {}  # agent Call-ID -> ACK of a 2xx after the end

@@ -6,9 +6,10 @@ sinks that never block and never await; the storage side drains them in batches,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from sipedge.edge.snapshot import RoutingSnapshot
 
@@ -73,3 +74,58 @@ class ActivitySink(Protocol):
     def outbound_outcome(self, *, trunk_id: str, outcome: str, at: datetime) -> None:
         """An outbound attempt ended: "answered", "carrier_failure" or a callee answer."""
         ...
+
+
+CallStatus = Literal[
+    "queued",
+    "scheduled",
+    "ringing",
+    "in-progress",
+    "completed",
+    "busy",
+    "no-answer",
+    "failed",
+    "canceled",
+]
+FINAL_STATUSES: frozenset[str] = frozenset({"completed", "busy", "no-answer", "failed", "canceled"})
+
+
+@dataclass(frozen=True, slots=True)
+class CallStatusEvent:
+    """A call reached `status` (SPEC §5) at `updated_at`; the agent's webhook receives it.
+
+    `created_at` is when the call began (INVITE received, or `POST /call`). The remaining fields
+    are the payload's `telephony_data` (`provider` is always "sip-trunk"): `sip_call_id` is the
+    carrier leg's Call-ID; `hangup_by`, `hangup_reason` (a `decided_by` value) and `duration_s`
+    (answer to end) are set on final statuses; `sip_status` is the SIP code behind the status.
+    """
+
+    run_id: str
+    status: CallStatus
+    direction: Direction
+    created_at: datetime
+    updated_at: datetime
+    agent_id: str | None = None
+    trunk_id: str | None = None
+    number_id: str | None = None
+    from_number: str | None = None
+    to_number: str | None = None
+    sip_call_id: str | None = None
+    hangup_by: HangupSide | None = None
+    hangup_reason: str | None = None
+    sip_status: int | None = None
+    duration_s: float | None = None
+    user_data: Mapping[str, Any] | None = None
+
+
+class CallStatusSink(Protocol):
+    def status_changed(self, event: CallStatusEvent) -> None:
+        """Queue a status change for the webhook outbox; must not block or raise."""
+        ...
+
+
+class NoStatuses:
+    """The `CallStatusSink` that drops everything (processes and tests without webhooks)."""
+
+    def status_changed(self, event: CallStatusEvent) -> None:
+        return None

@@ -27,8 +27,12 @@ from sipedge.metrics import REGISTRY
 from sipedge.runtime.active_calls import active_calls_from
 from sipedge.runtime.activity import ActivityTracker
 from sipedge.runtime.call_record_writer import CallRecordWriter
+from sipedge.runtime.dialer import Dialer
 from sipedge.runtime.edge_app import SipEdge
+from sipedge.runtime.gateway_dns import GatewayDns
 from sipedge.runtime.snapshot_loader import SnapshotLoader
+from sipedge.runtime.webhook_outbox_writer import WebhookOutboxWriter
+from sipedge.runtime.webhook_sender import WebhookSender
 from sipedge.stack.loop import install_uvloop
 from sipedge.store import tokens
 from sipedge.store.changes import ChangeNotifier
@@ -39,6 +43,7 @@ log = logging.getLogger("sipedge.serve")
 
 FIRST_USER = "admin"
 SIP_ROLE_POLL_SECONDS = 5.0
+APPLY_TIMEOUT_SECONDS = 2.0
 Role = Literal["serve", "api", "sip"]
 
 
@@ -69,29 +74,52 @@ async def _issue_first_token(engine: AsyncEngine) -> str | None:
 @asynccontextmanager
 async def _sip_edge(
     settings: Settings, engine: AsyncEngine, notifier: ChangeNotifier, limiter: ChannelLimiter
-) -> AsyncIterator[SipEdge]:
+) -> AsyncIterator[SnapshotLoader]:
     """The SIP edge and the storage-side workers that feed it, stopped in reverse order."""
     sessions = make_session_factory(engine)
     loader = SnapshotLoader(sessions)
     writer = CallRecordWriter(sessions)
     tracker = ActivityTracker(sessions)
+    # Call status webhooks: sent from wherever the SIP edge runs (serve, sip), never by `api`.
+    sender = WebhookSender(
+        sessions, settings.webhooks, allow_private=settings.security.allow_private_webhooks
+    )
+    statuses = WebhookOutboxWriter(sessions, on_written=sender.wake)
     if not await loader.load():
         raise RuntimeError("could not load the routing snapshot from the database")
     unsubscribe = loader.subscribe(notifier)
     writer.start()
     tracker.start()
-    edge = SipEdge(settings, snapshots=loader, limiter=limiter, records=writer, activity=tracker)
+    statuses.start()
+    sender.start()
+    edge = SipEdge(
+        settings,
+        snapshots=loader,
+        limiter=limiter,
+        records=writer,
+        activity=tracker,
+        statuses=statuses,
+    )
+    gateway_dns = GatewayDns(allow_private=settings.security.allow_private_gateways)
+    dialer = Dialer(sessions, edge, loader, resolve=gateway_dns.resolve, refresh=loader.load)
+    stop_waking = notifier.subscribe(dialer.wake)
     try:
         await edge.start()
+        dialer.start()
         host, port = edge.address
         log.info("SIP edge on %s:%d (udp, tcp); agents at %s", host, port, settings.agents.endpoint)
-        yield edge
+        yield loader
     finally:
+        stop_waking()
+        await dialer.stop()
         await edge.stop()
+        await dialer.flush()  # the statuses of the calls stop() ended
         unsubscribe()
         await loader.stop()
         await writer.stop()
         await tracker.stop()
+        await statuses.stop()  # the final statuses of the calls stop() ended reach the outbox
+        await sender.stop()
 
 
 async def _poll_store(notifier: ChangeNotifier) -> None:
@@ -105,13 +133,24 @@ def _api_server(
     settings: Settings,
     engine: AsyncEngine,
     notifier: ChangeNotifier,
-    limiter: ChannelLimiter | None,
+    edge: tuple[ChannelLimiter, SnapshotLoader] | None,
 ) -> uvicorn.Server:
+    applied = None
+    if edge is not None:
+        loader = edge[1]
+
+        async def applied() -> None:
+            # A write answers only once the SIP edge routes on it (bounded: a failing reload
+            # must not hang the API; the loader keeps retrying and counts the failures).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(loader.settle(), timeout=APPLY_TIMEOUT_SECONDS)
+
     app = create_app(
         settings,
         engine=engine,
         notifier=notifier,
-        active_calls=active_calls_from(limiter) if limiter is not None else None,
+        active_calls=active_calls_from(edge[0]) if edge is not None else None,
+        applied=applied,
     )
     app.add_route("/metrics", _metrics, include_in_schema=False)
     config = uvicorn.Config(
@@ -147,16 +186,18 @@ async def _run(settings: Settings, *, role: Role) -> None:
                     flush=True,
                 )
         async with contextlib.AsyncExitStack() as running:
+            loader: SnapshotLoader | None = None
             if role in ("serve", "sip"):
-                await running.enter_async_context(_sip_edge(settings, engine, notifier, limiter))
+                loader = await running.enter_async_context(
+                    _sip_edge(settings, engine, notifier, limiter)
+                )
             worker: asyncio.Task[None]
             server: uvicorn.Server | None = None
             if role == "sip":
                 worker = asyncio.create_task(_poll_store(notifier))
             else:
-                server = _api_server(
-                    settings, engine, notifier, limiter if role == "serve" else None
-                )
+                edge = (limiter, loader) if loader is not None else None
+                server = _api_server(settings, engine, notifier, edge)
                 worker = asyncio.create_task(server.serve())
                 log.info("admin API on http://%s:%d", settings.http.host, settings.http.port)
             stop_wait = asyncio.create_task(stopping.wait())

@@ -223,3 +223,58 @@ Index(
     sqlite_where=CarrierIp.is_deleted == false(),
     postgresql_where=CarrierIp.is_deleted == false(),
 )
+
+
+OUTBOUND_STATUSES = (
+    "queued",
+    "scheduled",
+    "ringing",
+    "in-progress",
+    "completed",
+    "busy",
+    "no-answer",
+    "failed",
+    "canceled",
+)
+OUTBOUND_FINAL_STATUSES = ("completed", "busy", "no-answer", "failed", "canceled")
+
+
+class OutboundCall(_Row, _Owned, Base):
+    """A call placed through `POST /call` (SPEC §5 Outbound); `id` is its `run_id`.
+
+    The API writes it `queued` (or `scheduled` with `scheduled_at`); the dialer of a SIP process
+    claims it (compare-and-set on `claimed_at`) and moves `status` as the call progresses. A hangup
+    asked through the API while the call is with a dialer sets `hangup_requested`.
+    """
+
+    __tablename__ = "outbound_calls"
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('queued', 'scheduled', 'ringing', 'in-progress', 'completed', 'busy', "
+            "'no-answer', 'failed', 'canceled')",
+            name="status",
+        ),
+        Index("ix_outbound_calls_status_scheduled", "status", "scheduled_at"),
+    )
+
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id"))
+    trunk_id: Mapped[str] = mapped_column(ForeignKey("trunks.id"))
+    number_id: Mapped[str] = mapped_column(ForeignKey("trunk_numbers.id"))
+    from_number: Mapped[str] = mapped_column(String(20))
+    to_number: Mapped[str] = mapped_column(String(20))
+    user_data: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    scheduled_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    claimed_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    hangup_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    answered_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    ended_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    final_sip_code: Mapped[int | None] = mapped_column(Integer)
+    reason: Mapped[str | None] = mapped_column(String(64))
+    carrier_call_id: Mapped[str | None] = mapped_column(String(255))
+    agent_call_id: Mapped[str | None] = mapped_column(String(255))
+
+
+# The webhook tables live in their own module; importing it here registers them on Base.metadata.
+import sipedge.store.webhook_models  # noqa: E402, F401

@@ -1,0 +1,233 @@
+"""The dialer of a SIP process: claims queued (and due scheduled) outbound calls from the store and
+places them through the edge (SPEC §5 Outbound).
+
+The API only writes rows; in ``serve`` it also signals ``call.queued`` / ``call.hangup`` through
+the in-process ``ChangeNotifier`` (``wake``), and every ``poll_interval`` the dialer looks anyway
+(the ``sip`` role has no API beside it). Claims are compare-and-set on ``claimed_at``, so several
+SIP processes never place one call twice. Scheduled calls live in the database: a restarted dialer
+finds them with its first poll. Status changes from the call path are queued (never awaited there)
+and written in order by the dialer's task. The trunk password is read here at dial time and handed
+only to the call's digest answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from sipedge.edge.channels import ChannelLease
+from sipedge.edge.inbound import InboundRoute
+from sipedge.edge.snapshot import AgentView, GatewayView, NumberView, RoutingSnapshot
+from sipedge.metrics import OutboundAttemptResult, outbound_attempt
+from sipedge.runtime.edge_app import SipEdge
+from sipedge.runtime.outbound_call import OutboundCall, OutboundSetup
+from sipedge.runtime.ports import CallRecordEvent, SnapshotSource
+from sipedge.sip.transaction import Address
+from sipedge.store import outbound_calls as repo
+from sipedge.store.changes import Change
+from sipedge.store.models import OutboundCall as OutboundRow
+from sipedge.store.types import utcnow
+from sipedge.store.webhook_events import enqueue_outbound_status
+
+__all__ = ["Dialer"]
+
+log = logging.getLogger(__name__)
+
+WAKE_KINDS = frozenset({"call.queued", "call.hangup"})
+Resolve = Callable[[GatewayView, str], Awaitable[list[Address]]]
+
+
+class Dialer:
+    """``start()`` on the loop after the edge started; ``await stop()`` before the edge stops."""
+
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        edge: SipEdge,
+        snapshots: SnapshotSource,
+        *,
+        resolve: Resolve,
+        refresh: Callable[[], Awaitable[bool]] | None = None,
+        now: Callable[[], datetime] = utcnow,
+        poll_interval: float = 1.0,
+    ) -> None:
+        self._sessions = sessions
+        self._edge = edge
+        self._snapshots = snapshots
+        self._resolve = resolve
+        self._refresh = refresh
+        self._now = now
+        self._poll_interval = poll_interval
+        self._updates: list[tuple[str, dict[str, Any]]] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.calls: dict[str, OutboundCall] = {}  # run_id -> live call placed by this dialer
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            self._stopping = False
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="dialer")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        task, self._task = self._task, None
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def flush(self) -> None:
+        """Write the status changes queued so far (the call path only queues them)."""
+        while self._updates:
+            batch, self._updates = self._updates, []
+            try:
+                async with self._sessions() as session:
+                    for run_id, values in batch:
+                        await repo.update_call(session, run_id=run_id, values=values)
+                        if "status" in values:  # its webhook, in the same transaction
+                            await enqueue_outbound_status(session, run_id=run_id, now=self._now())
+                    await session.commit()
+            except Exception:
+                log.exception("writing outbound call status failed (retried)")
+                self._updates[:0] = batch
+                return
+
+    def wake(self, change: Change | None = None) -> None:
+        """A ``ChangeNotifier`` subscriber: new calls or hangups to look at now."""
+        if change is None or change.kind in WAKE_KINDS:
+            self._wake.set()
+
+    def report(self, run_id: str, values: dict[str, Any]) -> None:
+        """From the call path: never awaits, never raises."""
+        self._updates.append((run_id, values))
+        if values.get("status") in ("completed", "busy", "no-answer", "failed", "canceled"):
+            self.calls.pop(run_id, None)
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self._poll_interval)
+            self._wake.clear()
+            try:
+                await self.poll()
+            except Exception:
+                log.exception("dialer poll failed")
+        await self.flush()
+
+    # --- one round -----------------------------------------------------------------------------
+
+    async def poll(self) -> None:
+        """Write queued updates, act on hangups asked through the API, place due calls."""
+        await self.flush()
+        if self.calls:
+            async with self._sessions() as session:
+                asked = await repo.hangups_requested(session, run_ids=list(self.calls))
+            for run_id in asked:
+                call = self.calls.get(run_id)
+                if call is not None:
+                    call.hangup()
+        if self._stopping:
+            return
+        async with self._sessions() as session:
+            rows = await repo.claim_due_calls(session, now=self._now())
+            await session.commit()
+        for row in rows:
+            await self._place(row)
+        await self.flush()
+
+    async def _snapshot_with(self, row: OutboundRow) -> RoutingSnapshot:
+        snapshot = self._snapshots.current
+        if row.trunk_id not in snapshot.trunks and self._refresh is not None:
+            await self._refresh()  # the API just wrote the trunk: the snapshot may lag
+            snapshot = self._snapshots.current
+        return snapshot
+
+    async def _place(self, row: OutboundRow) -> None:
+        run_id = row.id
+        snapshot = await self._snapshot_with(row)
+        trunk = snapshot.trunks.get(row.trunk_id)
+        started = self._now()
+        if trunk is None or not trunk.places_outbound or not trunk.gateways:
+            self._refuse(row, started, 503, "trunk unavailable")
+            return
+        svc = self._edge.services
+        if row.hangup_requested:
+            self.report(run_id, {"status": "canceled", "reason": "canceled", "ended_at": started})
+            return
+        if not svc.limiter.try_acquire(trunk.id, trunk.channels, run_id):
+            outbound_attempt(OutboundAttemptResult.CHANNELS)
+            self._refuse(row, started, 486, "channel limit reached", record=True)
+            return
+        try:
+            credentials = None
+            if trunk.has_credentials:
+                async with self._sessions() as session:
+                    credentials = await repo.trunk_credentials(session, trunk_id=trunk.id)
+            number = snapshot.numbers_by_key.get(row.from_number.lstrip("+")) or NumberView(
+                row.number_id, trunk.id, row.from_number, row.from_number.lstrip("+")
+            )
+            agent = snapshot.agents.get(row.agent_id) or AgentView(row.agent_id)
+            route = InboundRoute(
+                trunk=trunk,
+                number=number,
+                agent=agent,
+                lease=ChannelLease(trunk.id, run_id),
+                sdp=None,
+                late_offer=False,
+                dialled=row.to_number.lstrip("+"),
+                snapshot_version=snapshot.version,
+            )
+            setup = OutboundSetup(
+                run_id=run_id,
+                route=route,
+                recipient=row.to_number,
+                transport=self._edge.transport(trunk.transport),
+                credentials=credentials,
+                resolve=self._resolve,
+                report=self.report,
+            )
+            call = OutboundCall(svc, setup, trunk.gateways)
+        except Exception:
+            log.exception("cannot place outbound call %s", run_id)
+            svc.limiter.release(run_id)
+            self._refuse(row, started, 500, "internal error")
+            return
+        self.calls[run_id] = call
+        call.start()
+
+    def _refuse(
+        self, row: OutboundRow, at: datetime, code: int, reason: str, *, record: bool = False
+    ) -> None:
+        """The call ends before any INVITE: ``failed`` with the reason (and a call record when the
+        trunk's own limit refused it)."""
+        self.report(
+            row.id,
+            {"status": "failed", "reason": reason, "final_sip_code": code, "ended_at": at},
+        )
+        if record:
+            self._edge.services.records.record(
+                CallRecordEvent(
+                    run_id=row.id,
+                    trunk_id=row.trunk_id,
+                    direction="outbound",
+                    started_at=at,
+                    ended_at=datetime.now(UTC),
+                    final_sip_code=code,
+                    decided_by="channels",
+                    number_id=row.number_id,
+                    agent_id=row.agent_id,
+                    from_number=row.from_number,
+                    to_number=row.to_number,
+                    hangup_side="edge",
+                )
+            )

@@ -1,0 +1,198 @@
+"""`sipedge serve` as a user runs it: a real process, SQLite, the admin API and the SIP edge.
+
+An admin creates an agent and a trunk over HTTP; a SIPp carrier calls the number and a SIPp agent
+answers; the call record, health and activity show up in the API; a PATCH that disables the trunk
+stops the very next INVITE, with no restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from harness import free_port
+from inbound_env import raw_invite, run_pair, statuses, udp_exchange
+from sipp_runner import SIPP
+
+pytestmark = [
+    pytest.mark.sipp,
+    pytest.mark.skipif(SIPP is None, reason="sipp not installed (Debian package sip-tester)"),
+]
+
+NUMBER = "+14155550100"
+TOKEN_LINE = re.compile(r"export SIPEDGE_TOKEN=(sk_[A-Za-z0-9_-]+)")
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen[str], http_port: int, sip_port: int, agent_port: int):
+        self.proc = proc
+        self.api = f"http://127.0.0.1:{http_port}"
+        self.sip_port = sip_port
+        self.agent_port = agent_port
+        self.token = ""
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    http_port, sip_port, agent_port = free_port("tcp"), free_port("udp"), free_port("udp")
+    env = {
+        **os.environ,
+        "SIPEDGE_DATABASE__URL": f"sqlite:///{tmp_path / 'sipedge.db'}",
+        "SIPEDGE_HTTP__PORT": str(http_port),
+        "SIPEDGE_SIP__HOST": "127.0.0.1",
+        "SIPEDGE_SIP__PORT": str(sip_port),
+        "SIPEDGE_AGENTS__ENDPOINT": f"sip:127.0.0.1:{agent_port}",
+        "SIPEDGE_SECURITY__UNKNOWN_SOURCE": "reject",
+        "SIPEDGE_LOGGING__LEVEL": "WARNING",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sipedge.cli", "serve"],
+        cwd=tmp_path,  # no config/sipedge.toml here: defaults + the environment above
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    served = Served(proc, http_port, sip_port, agent_port)
+    try:
+        deadline = time.monotonic() + 30
+        assert proc.stdout is not None
+        while not served.token and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                break
+            if match := TOKEN_LINE.search(line):
+                served.token = match.group(1)
+        assert served.token, "serve printed no first token"
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{served.api}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield served
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _agent_body() -> dict[str, object]:
+    return {
+        "agent_config": {
+            "agent_name": "Front desk",
+            "agent_welcome_message": "Hello!",
+            "webhook_url": None,
+            "telephony_provider": "sip-trunk",
+            "tasks": [
+                {
+                    "task_type": "conversation",
+                    "toolchain": {"execution": "parallel", "pipelines": [["llm"]]},
+                    "tools_config": {},
+                    "task_config": {},
+                }
+            ],
+        },
+        "agent_prompts": {"task_1": {"system_prompt": "Be kind."}},
+    }
+
+
+class _Env:
+    """What inbound_env's SIPp helpers need, pointed at the served process."""
+
+    def __init__(self, served: Served, workdir: str) -> None:
+        self.port = served.sip_port
+        self.agent_port = served.agent_port
+        self.workdir = workdir
+
+
+async def test_api_to_sip_end_to_end(served: Served, tmp_path: Path) -> None:
+    async with httpx.AsyncClient(base_url=served.api, headers=served.auth, timeout=10) as api:
+        created = await api.post("/v2/agent", json=_agent_body())
+        assert created.status_code == 201, created.text
+        agent_id = created.json()["agent_id"]
+        trunk = await api.post(
+            "/trunk/trunks",
+            json={
+                "name": "Loopback carrier",
+                "codecs": "PCMA,PCMU",
+                "ip_acls": [{"cidr": "127.0.0.1/32"}],
+                "numbers": [{"e164": NUMBER, "agent_id": agent_id}],
+            },
+        )
+        assert trunk.status_code == 201, trunk.text
+        trunk_id = trunk.json()["id"]
+        assert trunk.json()["health"] == "waiting_for_carrier"
+        # The write answered only once the SIP edge routes on it: the agent is routable now.
+        agent = (await api.get(f"/v2/agent/{agent_id}")).json()
+        assert agent["agent_status"] == "processed"
+
+        carrier, agent_side = await run_pair(
+            _Env(served, str(tmp_path)),  # type: ignore[arg-type]
+            "uac-answered-expect-200.xml",
+            "uas-answer-any.xml",
+        )
+        assert carrier.returncode == 0, carrier.output
+        assert agent_side.returncode == 0, agent_side.output
+
+        calls: list[dict[str, object]] = []
+        for _ in range(50):  # records are written in batches, off the call path
+            calls = (await api.get(f"/trunk/trunks/{trunk_id}/calls")).json()["items"]
+            if calls:
+                break
+            await asyncio.sleep(0.1)
+        assert len(calls) == 1
+        call = calls[0]
+        assert (call["final_sip_code"], call["decided_by"], call["direction"]) == (
+            200,
+            "answered",
+            "inbound",
+        )
+        assert (call["agent_id"], call["to"]) == (agent_id, NUMBER)
+
+        for _ in range(50):  # health and last_inbound_at are flushed in the background too
+            shown = (await api.get(f"/trunk/trunks/{trunk_id}")).json()
+            if shown["health"] == "ready" and shown["last_inbound_at"]:
+                break
+            await asyncio.sleep(0.1)
+        assert shown["health"] == "ready"
+        assert shown["last_inbound_at"] is not None
+        assert shown["numbers"][0]["last_inbound_at"] is not None
+        assert shown["active_calls"] == 0
+
+        # Disable the trunk: the next INVITE (no restart, no wait) meets an unknown source.
+        patched = await api.patch(f"/trunk/trunks/{trunk_id}", json={"is_active": False})
+        assert patched.status_code == 200
+        assert patched.json()["health"] == "disabled"
+        replies = await udp_exchange(
+            raw_invite(served.sip_port, number=NUMBER, call_id="after-disable@e2e"),
+            ("127.0.0.1", served.sip_port),
+        )
+        assert statuses(replies) == [403]
+        assert b'Warning: 399 sipedge "unknown source"' in replies[0]
+
+        # And back on: the same INVITE is routed again (reaches the agent step: 100 first).
+        patched = await api.patch(f"/trunk/trunks/{trunk_id}", json={"is_active": True})
+        assert patched.status_code == 200
+        replies = await udp_exchange(
+            raw_invite(served.sip_port, number=NUMBER, call_id="after-enable@e2e"),
+            ("127.0.0.1", served.sip_port),
+            wait=0.3,
+        )
+        assert statuses(replies)[:1] == [100]
