@@ -75,7 +75,7 @@ class FloodSettings(_Section):
 
     enabled: bool = True
     window_seconds: float = Field(default=1.0, gt=0)
-    carrier_rate: int = Field(default=500, ge=0)
+    carrier_rate: int = Field(default=2000, ge=0)
     unknown_rate: int = Field(default=20, ge=0)
     ban_after_windows: int = Field(default=3, ge=1)
     ban_seconds: float = Field(default=60.0, ge=0)

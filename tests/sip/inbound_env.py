@@ -112,10 +112,12 @@ class Env:
 
 def settings(agent_port: int, **sip: object) -> Settings:
     unknown = sip.pop("unknown_source", "drop")
+    flood = sip.pop("flood", {})
     base = Settings(
         sip={"host": HOST, "port": 5060, "t1": T1, "t2": 0.4, **sip},
         agents={"endpoint": f"sip:{HOST}:{agent_port}"},
         security={"unknown_source": unknown},
+        flood=flood,
     )
     # Port 0 (ephemeral) is not a valid setting, but SipEdge supports it: tests bind it.
     return base.model_copy(update={"sip": base.sip.model_copy(update={"port": 0})})

@@ -44,7 +44,7 @@ class FloodConfig:
 
     enabled: bool = True
     window_seconds: float = 1.0
-    carrier_rate: int = 500
+    carrier_rate: int = 2000
     unknown_rate: int = 20
     ban_after_windows: int = 3
     ban_seconds: float = 60.0

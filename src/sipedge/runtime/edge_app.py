@@ -14,18 +14,22 @@ import asyncio
 import contextlib
 import logging
 import socket
+import time
 from typing import Any
 
 from sipedge.config import Settings
 from sipedge.edge.channels import ChannelLimiter
 from sipedge.edge.decisions import MetricReason, Reject, warning_header
+from sipedge.edge.flood import FloodConfig, FloodGuard, Verdict
 from sipedge.edge.snapshot import RoutingSnapshot
 from sipedge.metrics import (
     DROP_CHILDREN,
+    FLOOD_CHILDREN,
     INBOUND_CHILDREN,
     CallEnd,
     InboundAction,
     InboundOutcome,
+    flood_bans_total,
     snapshot_version,
 )
 from sipedge.runtime.handlers import EdgeHandler
@@ -77,6 +81,8 @@ class SipEdge:
             raise ValueError("agents.endpoint must be a sip: URI")
         self.agent_target = target
         self.agent_peer: Address = (target.host, target.port or 5060)
+        self.flood = FloodGuard(FloodConfig(**settings.flood.model_dump()))
+        self._trusted: frozenset[str] = frozenset()  # gateway addresses of the snapshot in force
         self._udp: UdpTransport | None = None
         self._tcp: TcpTransport | None = None
         self._layer: TransactionLayer | None = None
@@ -145,8 +151,10 @@ class SipEdge:
             snapshots=self.snapshots,
             unknown_source=self.unknown_source,
             observe=self.observe_snapshot,
+            flood=self.flood,
         )
         self._seen = self.snapshots.current
+        self._trusted = _gateway_addresses(self._seen)
         snapshot_version.set(self._seen.version)
         self._poll = loop.call_later(SNAPSHOT_POLL, self._poll_snapshot)
         log.info("SIP edge listening on %s:%d (UDP, TCP)", *self.address)
@@ -157,7 +165,12 @@ class SipEdge:
         sip = self.settings.sip
         for _ in range(_BIND_ATTEMPTS if port == 0 else 1):
             udp = await UdpTransport.create(
-                host, port, self._on_transport_message, max_size=sip.max_message_bytes
+                host,
+                port,
+                self._on_transport_message,
+                max_size=sip.max_message_bytes,
+                limits=sip.limits(),
+                admit=self._admit,
             )
             try:
                 tcp = await TcpTransport.create(
@@ -165,6 +178,8 @@ class SipEdge:
                     udp.local_address[1],
                     self._on_transport_message,
                     max_size=sip.max_message_bytes,
+                    limits=sip.limits(),
+                    admit=self._admit,
                     idle_timeout=sip.tcp_idle_timeout,
                     max_connections=sip.tcp_max_connections,
                     max_per_peer=sip.tcp_max_connections_per_peer,
@@ -215,6 +230,7 @@ class SipEdge:
         if snapshot is self._seen:
             return
         self._seen = snapshot
+        self._trusted = _gateway_addresses(snapshot)
         snapshot_version.set(snapshot.version)
         if self._svc is None:
             return
@@ -230,6 +246,22 @@ class SipEdge:
             if self._svc is not None and self._udp is not None:
                 loop = self._svc.loop
                 self._poll = loop.call_later(SNAPSHOT_POLL, self._poll_snapshot)
+
+    # --- flood protection (before any parsing) ------------------------------------------------
+
+    def _admit(self, ip: str) -> bool:
+        """Per-source budget: carriers (ACL'd or our gateways) get the carrier rate, anyone
+        else the unknown-source rate; the agent runtime is ours and never throttled."""
+        if ip == self.agent_peer[0]:
+            return True
+        is_carrier = ip in self._trusted or bool(self.snapshots.current.acl.trunks_for(ip))
+        verdict = self.flood.check(ip, is_carrier, time.monotonic())
+        if verdict is Verdict.ALLOW:
+            return True
+        FLOOD_CHILDREN[verdict.value].inc()
+        if verdict is Verdict.BAN:
+            flood_bans_total.inc()
+        return False
 
     # --- the pre-transaction screen ------------------------------------------------------------
 
@@ -303,3 +335,13 @@ async def _resolve_once(loop: asyncio.AbstractEventLoop, peer: Address) -> Addre
     except OSError as exc:
         raise TransportError(f"agents.endpoint host does not resolve: {exc}") from exc
     return (str(infos[0][4][0]), port)
+
+
+def _gateway_addresses(snapshot: RoutingSnapshot) -> frozenset[str]:
+    """Where outbound calls go: their responses come from there, at carrier rates."""
+    return frozenset(
+        ip
+        for trunk in snapshot.trunks.values()
+        for gateway in trunk.gateways
+        for ip in (*gateway.resolved_ips, gateway.host)
+    )

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from sipedge.edge.carrier_acl import UnknownSourcePolicy
 from sipedge.edge.decisions import Accept, Drop, Reject
+from sipedge.edge.flood import FloodGuard
 from sipedge.edge.inbound import (
     InboundDecision,
     InboundInvite,
@@ -26,6 +27,7 @@ from sipedge.edge.numbers import dialled_digits
 from sipedge.edge.snapshot import RoutingSnapshot
 from sipedge.metrics import (
     DROP_CHILDREN,
+    FLOOD_CHILDREN,
     INBOUND_CHILDREN,
     InboundAction,
     InboundOutcome,
@@ -41,7 +43,7 @@ from sipedge.runtime.relay import (
     on_relayed_response,
     relay_request,
 )
-from sipedge.runtime.responses import ALLOW, render_reject, respond
+from sipedge.runtime.responses import ALLOW, edge_warning, render_reject, respond
 from sipedge.sip.errors import SipError
 from sipedge.sip.message import Request, Response
 from sipedge.sip.transaction import TerminationReason
@@ -108,8 +110,10 @@ class EdgeHandler:
         snapshots: SnapshotSource,
         unknown_source: UnknownSourcePolicy,
         observe: Callable[[RoutingSnapshot], None],
+        flood: FloodGuard | None = None,
     ) -> None:
         self.svc = svc
+        self.flood = flood
         self.snapshots = snapshots
         self.unknown_source: UnknownSourcePolicy = unknown_source
         self.observe = observe
@@ -171,6 +175,14 @@ class EdgeHandler:
             status = 483 if hops == 0 else 400
             tx.respond(respond(request, status, to_tag=tag))
             INBOUND_CHILDREN[(InboundAction.REJECTED, InboundOutcome.INVALID)].inc()
+            return
+        flood = self.flood
+        if flood is not None and not flood.admit_invite(svc.loop.time()):
+            # The global INVITE admission cap: shed load before the process saturates.
+            FLOOD_CHILDREN["invite_cap"].inc()
+            busy = respond(request, 503, to_tag=tag, warning=edge_warning("overloaded"))
+            busy.headers.add("Retry-After", str(flood.retry_after))
+            tx.respond(busy)
             return
         snapshot = self.snapshots.current
         self.observe(snapshot)
