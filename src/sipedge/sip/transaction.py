@@ -21,6 +21,7 @@ from sipedge.sip.timers import TimerConfig
 __all__ = [
     "Action",
     "Address",
+    "CancelSent",
     "CancelTimer",
     "Deliver",
     "Event",
@@ -76,7 +77,13 @@ class TransportFailed:
     reason: str = "transport error"
 
 
-Event: TypeAlias = Start | Received | SendResponse | TimerFired | TransportFailed
+@dataclass(frozen=True, slots=True)
+class CancelSent:
+    """The TU sent a CANCEL for this INVITE (RFC 3261 §9.1): without a final response within
+    64*T1 the INVITE client transaction is considered cancelled and destroyed."""
+
+
+Event: TypeAlias = Start | Received | SendResponse | TimerFired | TransportFailed | CancelSent
 
 
 # --- actions (outputs) -------------------------------------------------------------------------

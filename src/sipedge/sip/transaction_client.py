@@ -23,6 +23,7 @@ from sipedge.sip.timers import (
 )
 from sipedge.sip.transaction import (
     Action,
+    CancelSent,
     Deliver,
     Event,
     Received,
@@ -78,6 +79,10 @@ class InviteClientTransaction(TransactionBase):
             return self._on_timer(event, now) if self._fired(event) else []
         if isinstance(event, Received) and isinstance(event.msg, Response):
             return self._on_response(event.msg, now)
+        if isinstance(event, CancelSent) and state is TxState.PROCEEDING:
+            # §9.1: no final response 64*T1 after the CANCEL -> destroy the transaction (Timer B
+            # re-armed; Proceeding otherwise has no timer and would wait forever).
+            return [self._start_timer(TIMER_B, now, self.config.timeout)]
         return []
 
     def _start(self, now: float) -> list[Action]:
@@ -100,8 +105,9 @@ class InviteClientTransaction(TransactionBase):
                 Send(self.request, self.dest),
                 self._start_timer(TIMER_A, now, self._interval),
             ]
-        if name == TIMER_B and state is TxState.CALLING:
-            # §17.1.1.2: no response within 64*T1: tell the TU of the timeout.
+        if name == TIMER_B and state in (TxState.CALLING, TxState.PROCEEDING):
+            # §17.1.1.2: no response within 64*T1 (in Proceeding: of the CANCEL, §9.1): tell
+            # the TU of the timeout.
             return self._terminate(TerminationReason.TIMEOUT)
         if name == TIMER_D and state is TxState.COMPLETED:
             # §17.1.1.2: response retransmissions are absorbed no longer.

@@ -37,6 +37,7 @@ from sipedge.sip.message import Message, Request, Response
 from sipedge.sip.timers import TimerConfig
 from sipedge.sip.transaction import (
     Address,
+    CancelSent,
     CancelTimer,
     Deliver,
     Event,
@@ -323,6 +324,10 @@ class TransactionLayer:
         tx = ClientTransaction(self, transport, fsm, key, dest)
         self._client[key] = tx
         self._run(tx, Start(), self._loop.time())
+        if request.method == "CANCEL":
+            invite = self._client.get(ClientKey(key.branch, "INVITE"))
+            if invite is not None:
+                self._run(invite, CancelSent(), self._loop.time())
         return tx
 
     def send_response(self, tx: ServerTransaction, response: Response) -> None:

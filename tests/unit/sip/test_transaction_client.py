@@ -8,6 +8,7 @@ from transaction_fixtures import PEER, Runner, request, response
 from sipedge.sip.message import Request
 from sipedge.sip.timers import TimerConfig
 from sipedge.sip.transaction import (
+    CancelSent,
     Deliver,
     Received,
     Send,
@@ -78,6 +79,37 @@ def test_invite_provisional_stops_retransmissions_and_timer_b() -> None:
     assert runner.terminated is None  # Proceeding waits for the TU (CANCEL) or a final response
     again = response(req, 183, "Session Progress")
     assert runner.handle(Received(again)) == [Deliver(again)]
+
+
+def test_invite_cancelled_in_proceeding_is_destroyed_64_t1_later_without_final() -> None:
+    # §9.1: "If there is no final response for the original request in 64*T1 seconds ... the
+    # client SHOULD then consider the original transaction cancelled and SHOULD destroy" it.
+    runner, tx, req = invite_client()
+    runner.handle(Received(response(req, 180, "Ringing")))
+    runner.advance(10)
+    runner.handle(CancelSent())
+    assert runner.timers == {"B": 10 + 64 * T1}  # absolute deadlines
+    runner.advance(10 + 64 * T1 - 0.1)
+    assert runner.terminated is None
+    runner.advance(10 + 64 * T1 + 0.1)
+    assert runner.terminated == Terminated(TerminationReason.TIMEOUT)
+    assert tx.state is TxState.TERMINATED
+
+
+def test_invite_cancelled_then_487_completes_as_usual() -> None:
+    runner, tx, req = invite_client()
+    runner.handle(Received(response(req, 180, "Ringing")))
+    runner.handle(CancelSent())
+    runner.handle(Received(response(req, 487, "Request Terminated")))
+    assert tx.state is TxState.COMPLETED
+    assert runner.timers == {"D": 32.0}  # Timer B cancelled, Timer D armed
+
+
+def test_invite_cancel_sent_while_calling_keeps_timer_b() -> None:
+    runner, tx, _ = invite_client()
+    runner.advance(1.0)
+    assert runner.handle(CancelSent()) == []
+    assert tx.state is TxState.CALLING
 
 
 @pytest.mark.parametrize("status", [300, 404, 486, 503, 603])
