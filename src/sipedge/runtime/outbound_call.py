@@ -136,6 +136,7 @@ class OutboundCall(Call):
         self.gateway: GatewayView | None = None
         self.provisional = False  # a provisional came on the current carrier INVITE
         self.hangup_asked = False
+        self.ring_timed_out = False  # our CANCEL after RING_TIMEOUT is in flight
         self.crossed = False
         self.call_ids: set[str] = set()
         self._dialing: asyncio.Task[None] | None = None
@@ -341,6 +342,11 @@ class OutboundCall(Call):
                 if self.hangup_asked:
                     self._end_unanswered("canceled", None, "canceled")
                     return True
+                if self.ring_timed_out:
+                    # Our CANCEL after the ring timeout was never answered (§9.1, 64*T1): the
+                    # callee did not answer; ringing another gateway now would be wrong.
+                    self._end_unanswered("no-answer", None, "no_answer")
+                    return True
                 self._act(self.attempt.handle(TransportFailure() if transport else Timeout()))
             return True
         if request is self.agent_invite:
@@ -351,6 +357,7 @@ class OutboundCall(Call):
     def _ring_timeout(self) -> None:
         if self.stage is Stage.DIALING and self.provisional and self.invite is not None:
             self.hangup_asked = False
+            self.ring_timed_out = True
             self.svc.send(build_cancel(self.invite), self.carrier)
 
     def _finished(self, finish: Finish) -> None:
