@@ -33,9 +33,12 @@ pytest: install system-deps
 
 test: lint typecheck pytest
 
+# The load bench's peers (Kamailio, tcpdump) are installed only when missing; see bench/README.md.
 bench: install system-deps
 	$(BIN)/pip install -q -r bench/requirements.txt
-	taskset -c 0 $(BIN)/python -m bench
+	@command -v kamailio >/dev/null && command -v tcpdump >/dev/null || \
+		apt-get install -y --no-install-recommends kamailio tcpdump
+	$(BIN)/python -m bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache sipedge.db

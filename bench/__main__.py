@@ -1,17 +1,34 @@
-"""Run every benchmark module listed in BENCHMARKS (add yours to the tuple)."""
+"""Run every benchmark module listed in BENCHMARKS (add yours to the tuple).
+
+Each module pins itself: the parser bench to core 0, the inbound ramp its processes (the system
+under test on core 0, SIPp/tcpdump/py-spy on core 1, itself on core 1).
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
-BENCHMARKS = ("bench.bench_parser",)
+BENCHMARKS = ("bench.bench_parser", "bench.inbound_ramp")
 
 
-def main() -> None:
+def main() -> int:
+    failed = 0
     for name in BENCHMARKS:
-        print(f"== {name}")
-        importlib.import_module(name).main()
+        print(f"== {name}", flush=True)
+        module = importlib.import_module(name)
+        if name == "bench.inbound_ramp":
+            failed |= bool(module.main([]))  # pins its own processes
+            continue
+        cores = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {0})  # the in-process micro-benchmarks run on core 0
+        try:
+            module.main()
+        finally:
+            os.sched_setaffinity(0, cores)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

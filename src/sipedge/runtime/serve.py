@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 from collections.abc import AsyncIterator
@@ -186,6 +187,7 @@ async def _run(settings: Settings, *, role: Role) -> None:
                     flush=True,
                 )
         async with contextlib.AsyncExitStack() as running:
+            running.callback(gc.unfreeze)
             loader: SnapshotLoader | None = None
             if role in ("serve", "sip"):
                 loader = await running.enter_async_context(
@@ -200,6 +202,11 @@ async def _run(settings: Settings, *, role: Role) -> None:
                 server = _api_server(settings, engine, notifier, edge)
                 worker = asyncio.create_task(server.serve())
                 log.info("admin API on http://%s:%d", settings.http.host, settings.http.port)
+            # Start-up objects (modules, settings, the first snapshot) live for the whole process:
+            # out of the collector's reach, full collections stop stalling the SIP loop
+            # (measured: INVITE->200 p99 from ~500 ms to ~8 ms at 100 calls/s, bench/README.md).
+            gc.collect()
+            gc.freeze()
             stop_wait = asyncio.create_task(stopping.wait())
             await asyncio.wait([stop_wait, worker], return_when=asyncio.FIRST_COMPLETED)
             stop_wait.cancel()
