@@ -9,11 +9,7 @@ losses are counted in `sipedge_call_records_lost_total` and logged (rate-limited
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -22,15 +18,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from sipedge import metrics
 from sipedge.metrics import RecordLoss
+from sipedge.runtime.batch_writer import BatchWriter
 from sipedge.runtime.ports import CallRecordEvent, CallRecordSink
 from sipedge.store.models import CallRecord
 from sipedge.store.types import new_id, utcnow
 
 __all__ = ["CallRecordWriter", "record_row"]
 
-log = logging.getLogger(__name__)
-
-WARN_EVERY = 60.0  # seconds between two warnings about lost records
 _LOST = {reason: metrics.call_records_lost_total.labels(reason.value) for reason in RecordLoss}
 
 
@@ -96,13 +90,13 @@ def record_row(event: CallRecordEvent) -> dict[str, Any]:
     return row
 
 
-class CallRecordWriter:
-    """Implements `runtime.ports.CallRecordSink`. `start()` on the loop, `await stop()` to end.
+class CallRecordWriter(BatchWriter[CallRecordEvent]):
+    """Implements `runtime.ports.CallRecordSink`: one INSERT (executemany) per batch.
 
-    `session_factory` makes sessions on the store; `batch_size` rows per INSERT; `flush_interval`
-    seconds between writes of a partial batch; `max_queue` records held at most (the oldest is
-    dropped beyond it); `max_attempts` tries per batch, `retry_delay` seconds apart.
+    Parameters as `BatchWriter`'s.
     """
+
+    what = "call records"
 
     def __init__(
         self,
@@ -115,105 +109,27 @@ class CallRecordWriter:
         retry_delay: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if batch_size < 1 or max_queue < 1 or max_attempts < 1:
-            raise ValueError("batch_size, max_queue and max_attempts must be at least 1")
-        self._sessions = session_factory
-        self._batch_size = batch_size
-        self._flush_interval = flush_interval
-        self._max_queue = max_queue
-        self._max_attempts = max_attempts
-        self._retry_delay = retry_delay
-        self._clock = clock
-        self._queue: deque[CallRecordEvent] = deque()
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._stopping = False
-        self._flush_lock = asyncio.Lock()
-        self._last_warning = -WARN_EVERY
-        self._unwarned = 0  # losses since the last warning
-        self.written = 0
-        self.lost = 0
-
-    @property
-    def pending(self) -> int:
-        return len(self._queue)
+        super().__init__(
+            session_factory,
+            lost_counters=_LOST,
+            batch_size=batch_size,
+            flush_interval=flush_interval,
+            max_queue=max_queue,
+            max_attempts=max_attempts,
+            retry_delay=retry_delay,
+            clock=clock,
+        )
 
     def record(self, event: CallRecordEvent) -> None:
         """Queue `event`. Never blocks or raises: a full queue drops its oldest record."""
-        if len(self._queue) >= self._max_queue:
-            self._queue.popleft()
-            self._lose(1, RecordLoss.QUEUE_FULL)
-        self._queue.append(event)
-        if len(self._queue) >= self._batch_size:
-            self._wake.set()
+        self._offer(event)
 
-    def start(self) -> None:
-        """Start the background writer on the running loop (idempotent)."""
-        if self._task is None or self._task.done():
-            self._stopping = False
-            self._task = asyncio.get_running_loop().create_task(
-                self._run(), name="call-record-writer"
-            )
+    async def _persist(self, session: AsyncSession, batch: list[CallRecordEvent]) -> int:
+        await session.execute(insert(CallRecord), [record_row(event) for event in batch])
+        return len(batch)
 
-    async def stop(self) -> None:
-        """Write everything queued, then end the background task."""
-        self._stopping = True
-        self._wake.set()
-        task, self._task = self._task, None
-        if task is not None:
-            await task
-        await self.flush()
-
-    async def flush(self) -> None:
-        """Write every queued record now (in batches)."""
-        async with self._flush_lock:
-            while self._queue:
-                count = min(self._batch_size, len(self._queue))
-                batch = [self._queue.popleft() for _ in range(count)]
-                await self._write(batch)
-
-    async def _run(self) -> None:
-        while not self._stopping:
-            with contextlib.suppress(TimeoutError):  # the interval passed: write a partial batch
-                await asyncio.wait_for(self._wake.wait(), timeout=self._flush_interval)
-            self._wake.clear()
-            await self.flush()
-
-    async def _write(self, batch: list[CallRecordEvent]) -> None:
-        for attempt in range(1, self._max_attempts + 1):
-            try:
-                rows = [record_row(event) for event in batch]
-                async with self._sessions() as session:
-                    await session.execute(insert(CallRecord), rows)
-                    await session.commit()
-            except Exception as exc:  # counted and logged below; the writer must keep running
-                if attempt < self._max_attempts:
-                    log.debug("call record batch failed (attempt %d): %r", attempt, exc)
-                    await asyncio.sleep(self._retry_delay * attempt)
-                    continue
-                log.error(
-                    "gave up writing %d call records after %d attempts",
-                    len(batch),
-                    attempt,
-                    exc_info=True,
-                )
-                self._lose(len(batch), RecordLoss.WRITE_FAILED)
-                return
-            self.written += len(batch)
-            metrics.call_records_written_total.inc(len(batch))
-            return
-
-    def _lose(self, count: int, reason: RecordLoss) -> None:
-        self.lost += count
-        _LOST[reason].inc(count)
-        self._unwarned += count
-        now = self._clock()
-        if now - self._last_warning >= WARN_EVERY:
-            log.warning(
-                "%d call records lost (%s); %d lost in all", self._unwarned, reason, self.lost
-            )
-            self._last_warning = now
-            self._unwarned = 0
+    def _stored(self, count: int) -> None:
+        metrics.call_records_written_total.inc(count)
 
 
 def _implements_port(instance: CallRecordWriter) -> CallRecordSink:
