@@ -8,8 +8,8 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sipedge.store.errors import ConflictError, NotFoundError
-from sipedge.store.lookup import get_live_trunk
+from sipedge.store.errors import ConflictError
+from sipedge.store.lookup import get_live_child, get_live_trunk, soft_delete_child
 from sipedge.store.models import CarrierIp, Trunk
 from sipedge.store.ownership import Principal
 from sipedge.store.types import nth_stamp, utcnow
@@ -56,19 +56,7 @@ async def add_carrier_ip(
 async def remove_carrier_ip(
     session: AsyncSession, *, owner: Principal, trunk_id: str, ip_acl_id: str
 ) -> CarrierIp:
-    trunk = await get_live_trunk(session, owner=owner, trunk_id=trunk_id)
-    row = (
-        await session.execute(
-            select(CarrierIp).where(
-                CarrierIp.id == ip_acl_id,
-                CarrierIp.trunk_id == trunk.id,
-                CarrierIp.is_deleted.is_(False),
-            )
-        )
-    ).scalar_one_or_none()
-    if row is None:
-        raise NotFoundError(f"carrier IP {ip_acl_id} not found")
-    now = utcnow()
-    row.is_deleted, row.deleted_at, row.updated_at = True, now, now
-    await session.flush()
-    return row
+    row = await get_live_child(
+        session, CarrierIp, owner=owner, trunk_id=trunk_id, child_id=ip_acl_id, label="carrier IP"
+    )
+    return await soft_delete_child(session, row)

@@ -13,8 +13,8 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sipedge.store.errors import ConflictError, NotFoundError
-from sipedge.store.lookup import get_live_trunk
+from sipedge.store.errors import ConflictError
+from sipedge.store.lookup import get_live_child, get_live_trunk, soft_delete_child
 from sipedge.store.models import Gateway, Trunk
 from sipedge.store.ownership import Principal
 from sipedge.store.types import nth_stamp, utcnow
@@ -137,19 +137,7 @@ async def add_gateway(
 async def remove_gateway(
     session: AsyncSession, *, owner: Principal, trunk_id: str, gateway_id: str
 ) -> Gateway:
-    trunk = await get_live_trunk(session, owner=owner, trunk_id=trunk_id)
-    row = (
-        await session.execute(
-            select(Gateway).where(
-                Gateway.id == gateway_id,
-                Gateway.trunk_id == trunk.id,
-                Gateway.is_deleted.is_(False),
-            )
-        )
-    ).scalar_one_or_none()
-    if row is None:
-        raise NotFoundError(f"gateway {gateway_id} not found")
-    now = utcnow()
-    row.is_deleted, row.deleted_at, row.updated_at = True, now, now
-    await session.flush()
-    return row
+    row = await get_live_child(
+        session, Gateway, owner=owner, trunk_id=trunk_id, child_id=gateway_id, label="gateway"
+    )
+    return await soft_delete_child(session, row)

@@ -10,8 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sipedge.store.agents import get_visible_agent
-from sipedge.store.errors import ConflictError, NotFoundError, NotYoursError
-from sipedge.store.lookup import get_live_trunk
+from sipedge.store.errors import ConflictError, NotYoursError
+from sipedge.store.lookup import get_live_child, get_live_trunk, soft_delete_child
 from sipedge.store.models import Trunk, TrunkNumber
 from sipedge.store.ownership import Principal
 from sipedge.store.types import nth_stamp, utcnow
@@ -96,19 +96,9 @@ async def add_number(
 async def _live_number(
     session: AsyncSession, *, owner: Principal, trunk_id: str, number_id: str
 ) -> TrunkNumber:
-    trunk = await get_live_trunk(session, owner=owner, trunk_id=trunk_id)
-    row = (
-        await session.execute(
-            select(TrunkNumber).where(
-                TrunkNumber.id == number_id,
-                TrunkNumber.trunk_id == trunk.id,
-                TrunkNumber.is_deleted.is_(False),
-            )
-        )
-    ).scalar_one_or_none()
-    if row is None:
-        raise NotFoundError(f"number {number_id} not found")
-    return row
+    return await get_live_child(
+        session, TrunkNumber, owner=owner, trunk_id=trunk_id, child_id=number_id, label="number"
+    )
 
 
 async def assign_agent(
@@ -131,7 +121,4 @@ async def remove_number(
     session: AsyncSession, *, owner: Principal, trunk_id: str, number_id: str
 ) -> TrunkNumber:
     row = await _live_number(session, owner=owner, trunk_id=trunk_id, number_id=number_id)
-    now = utcnow()
-    row.is_deleted, row.deleted_at, row.updated_at = True, now, now
-    await session.flush()
-    return row
+    return await soft_delete_child(session, row)
