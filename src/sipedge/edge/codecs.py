@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sipedge.edge.decisions import MetricReason, Reject
-from sipedge.sip.sdp import SdpError, SessionDescription, filter_audio_codecs
+from sipedge.sip.sdp import SdpError, SessionDescription, filter_audio_codecs, offer_fits
 
 __all__ = ["FilteredSdp", "filter_sdp"]
 
@@ -38,6 +38,8 @@ def filter_sdp(body: bytes | None, codecs: Sequence[str]) -> FilteredSdp | Rejec
     """
     if not body or not body.strip():
         return FilteredSdp(None, late_offer=True)
+    if offer_fits(body, codecs):
+        return FilteredSdp(body)  # the everyday offer: checked without the parsed tree
     try:
         offer = SessionDescription.parse(body)
     except SdpError:
@@ -45,4 +47,6 @@ def filter_sdp(body: bytes | None, codecs: Sequence[str]) -> FilteredSdp | Rejec
     filtered = filter_audio_codecs(offer, codecs)
     if filtered is None:
         return Reject(488, NO_COMMON_CODEC, MetricReason.CODECS)
-    return FilteredSdp(bytes(filtered))
+    # bytes(offer) == body exactly (SessionDescription round-trips), so an offer that already
+    # fits is passed on as received, without serialising it again.
+    return FilteredSdp(body if filtered is offer else bytes(filtered))

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import String, insert
+from sqlalchemy import String, Table, insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from sipedge import metrics
@@ -26,6 +26,9 @@ from sipedge.store.types import new_id, utcnow
 __all__ = ["CallRecordWriter", "record_row"]
 
 _LOST = {reason: metrics.call_records_lost_total.labels(reason.value) for reason in RecordLoss}
+
+
+_INSERT = insert(cast(Table, CallRecord.__table__))
 
 
 def _width(column: str) -> int | None:
@@ -125,7 +128,9 @@ class CallRecordWriter(BatchWriter[CallRecordEvent]):
         self._offer(event)
 
     async def _persist(self, session: AsyncSession, batch: list[CallRecordEvent]) -> int:
-        await session.execute(insert(CallRecord), [record_row(event) for event in batch])
+        # Core insert on the table, not the ORM bulk path: same executemany, a fraction of the
+        # Python work per row (the writer runs on the SIP loop).
+        await session.execute(_INSERT, [record_row(event) for event in batch])
         return len(batch)
 
     def _stored(self, count: int) -> None:

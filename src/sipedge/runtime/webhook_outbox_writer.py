@@ -22,7 +22,7 @@ from sipedge.runtime.batch_writer import BatchWriter
 from sipedge.runtime.ports import CallStatusEvent, CallStatusSink
 from sipedge.runtime.webhook_payload import encode_body, payload_of
 from sipedge.store.types import utcnow
-from sipedge.store.webhook_outbox import OutboxEntry, enqueue
+from sipedge.store.webhook_outbox import OutboxEntry, agents_with_webhook, enqueue
 
 __all__ = ["WebhookOutboxWriter", "entry_of"]
 
@@ -75,7 +75,12 @@ class WebhookOutboxWriter(BatchWriter[CallStatusEvent]):
         self._offer(event)
 
     async def _persist(self, session: AsyncSession, batch: list[CallStatusEvent]) -> int:
-        return await enqueue(session, [entry_of(event) for event in batch], now=utcnow())
+        # Most agents have no webhook: their events are dropped before a JSON body is built.
+        wanted = await agents_with_webhook(
+            session, {event.agent_id for event in batch if event.agent_id}
+        )
+        entries = [entry_of(event) for event in batch if event.agent_id in wanted]
+        return await enqueue(session, entries, now=utcnow()) if entries else 0
 
     def _stored(self, count: int) -> None:
         if count and self.on_written is not None:

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, replace
 
 from sipedge.sip.errors import SipParseError
+from sipedge.sip.memo import memoized
 from sipedge.sip.uri import Params, Uri, format_host, parse_hostport, parse_uri
 
 __all__ = [
@@ -172,7 +173,7 @@ def _format_params(params: Params) -> str:
     return "".join(f";{k}" if v is None else f";{k}={v}" for k, v in params)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # a value: never mutated (see sip.transaction)
 class NameAddr:
     """``[display-name] <uri> *(;param)`` or ``addr-spec *(;param)`` (From, To, Contact, Route)."""
 
@@ -202,7 +203,7 @@ class NameAddr:
         return head + _format_params(self.params)
 
 
-def parse_name_addr(text: str) -> NameAddr:
+def _parse_name_addr_uncached(text: str) -> NameAddr:
     """Parse one name-addr / addr-spec with header params. Raises ``SipParseError(400)``."""
     m = _NAME_ADDR_FAST.match(text)
     if m is not None:
@@ -241,11 +242,14 @@ def parse_name_addr(text: str) -> NameAddr:
     return NameAddr(None, parse_uri(uri_text), parse_header_params(semi + rest))
 
 
+parse_name_addr = memoized(_parse_name_addr_uncached)
+
+
 def parse_name_addr_list(value: str) -> list[NameAddr]:
     return [parse_name_addr(v) for v in split_comma(value)]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # a value: never mutated (see sip.transaction)
 class Via:
     """One via-parm (RFC 3261 §20.42) with RFC 3581 rport."""
 
@@ -337,7 +341,7 @@ def _parse_one_via(text: str) -> Via:
     return Via(transport.upper(), host, port, params, f"{name.upper()}/{version}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # a value: never mutated (see sip.transaction)
 class CSeq:
     seq: int
     method: str
@@ -346,7 +350,7 @@ class CSeq:
         return f"{self.seq} {self.method}"
 
 
-def parse_cseq(value: str) -> CSeq:
+def _parse_cseq_uncached(value: str) -> CSeq:
     parts = value.split()
     if len(parts) != 2:
         raise SipParseError("malformed CSeq", 400)
@@ -357,3 +361,6 @@ def parse_cseq(value: str) -> CSeq:
     if number > _MAX_CSEQ:
         raise SipParseError("CSeq out of range", 400)
     return CSeq(number, method)
+
+
+parse_cseq = memoized(_parse_cseq_uncached)

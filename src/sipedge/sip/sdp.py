@@ -26,6 +26,7 @@ __all__ = [
     "SessionDescription",
     "build_offer",
     "filter_audio_codecs",
+    "offer_fits",
 ]
 
 TELEPHONE_EVENT = "telephone-event"
@@ -63,7 +64,7 @@ class SdpError(SipParseError, ValueError):
         super().__init__(reason, status)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # a value: never mutated (see sip.transaction)
 class SdpLine:
     """One ``<type>=<value>`` line; ``eol`` is the terminator it had ("\\r\\n", "\\n" or "")."""
 
@@ -76,7 +77,7 @@ class SdpLine:
         return f"{self.type}={self.value}{self.eol}" if self.type else self.eol
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # a value: never mutated (see sip.transaction)
 class RtpMap:
     """``a=rtpmap:<pt> <encoding>/<clock>[/<channels>]`` (RFC 4566 §6)."""
 
@@ -116,7 +117,7 @@ def _attr_pt(line: SdpLine, names: tuple[str, ...]) -> str | None:
     return rest.split(" ", 1)[0].strip()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # a value: never mutated (see sip.transaction)
 class MediaDescription:
     """One media section: its ``m=`` line (``lines[0]``) and the lines that follow it."""
 
@@ -216,7 +217,7 @@ class MediaDescription:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # a value: never mutated (see sip.transaction)
 class SessionDescription:
     """A parsed SDP body; ``bytes(sd)`` reproduces the parsed bytes exactly."""
 
@@ -275,10 +276,10 @@ def _codec_matches(wanted: str, name: str, rate: int) -> bool:
     return not slash or _number(want_rate) == rate
 
 
-def _filter_section(section: MediaDescription, codecs: Sequence[str]) -> MediaDescription | None:
+def _choose_formats(known: dict[str, tuple[str, int]], codecs: Sequence[str]) -> list[str] | None:
     """Formats in trunk order (all offered PTs of each codec, in offer order), then
-    telephone-event at the clock rate of a kept codec (RFC 4733 §2.1 ties the two)."""
-    known = section.codecs()
+    telephone-event at the clock rate of a kept codec (RFC 4733 §2.1 ties the two); None when
+    no codec is common. ``known`` maps format -> (encoding, clock rate), in offer order."""
     chosen: list[str] = []
     for wanted in codecs:
         if wanted.lower().startswith(TELEPHONE_EVENT):
@@ -292,7 +293,74 @@ def _filter_section(section: MediaDescription, codecs: Sequence[str]) -> MediaDe
     for fmt, (name, rate) in known.items():
         if name.lower() == TELEPHONE_EVENT and rate in rates:
             chosen.append(fmt)
+    return chosen
+
+
+def _filter_section(section: MediaDescription, codecs: Sequence[str]) -> MediaDescription | None:
+    chosen = _choose_formats(section.codecs(), codecs)
+    if chosen is None:
+        return None
+    if len(chosen) == len(section.formats) and tuple(chosen) == section.formats:
+        return section  # the offer already fits: nothing to rewrite
     return section._with_formats(chosen)
+
+
+def offer_fits(body: bytes, codecs: Sequence[str]) -> bool:
+    """True when ``filter_audio_codecs(SessionDescription.parse(body), codecs)`` would parse
+    and return the offer unchanged: one active RTP audio stream whose formats already are the
+    trunk's, in its order. False means "take the full path", not "does not fit".
+
+    The everyday carrier offer, checked on the text without building the parsed tree (the
+    same line rules as ``SessionDescription.parse``, the same choice as ``_filter_section``).
+    """
+    try:
+        text = body.decode("ascii")
+    except UnicodeDecodeError:
+        return False
+    m_value: str | None = None
+    rtpmaps: dict[int, RtpMap] = {}
+    first = True
+    for raw in text.split("\n"):
+        line = raw.rstrip("\r")
+        if not line:
+            continue
+        if len(line) < 2 or line[1] != "=" or not line[0].isalpha():
+            return False
+        kind = line[0]
+        if first:
+            if kind != "v" or line[2:].strip() != "0":
+                return False
+            first = False
+        elif kind == "m":
+            if m_value is not None:
+                return False  # several media sections: the full path decides
+            m_value = line[2:]
+        elif kind == "a" and m_value is not None:
+            attr, _, value = line[2:].partition(":")
+            if attr.strip().lower() == "rtpmap":
+                parsed = _parse_rtpmap(value.strip())
+                if parsed is not None:
+                    rtpmaps.setdefault(parsed.payload_type, parsed)
+    if m_value is None:
+        return False
+    fields = m_value.split()
+    if len(fields) < 4 or fields[0].lower() != "audio" or "RTP/" not in fields[2].upper():
+        return False
+    port = _number(fields[1])  # "port/count" -> None -> full path
+    if port is None or port == 0 or port > 65535:
+        return False
+    known: dict[str, tuple[str, int]] = {}
+    for fmt in fields[3:]:
+        pt = _number(fmt)
+        if pt is None:
+            continue
+        mapped = rtpmaps.get(pt)
+        if mapped is not None:
+            known[fmt] = (mapped.encoding, mapped.clock_rate)
+        elif pt in _STATIC_AUDIO:
+            known[fmt] = _STATIC_AUDIO[pt]
+    chosen = _choose_formats(known, codecs)
+    return chosen is not None and chosen == fields[3:]
 
 
 def filter_audio_codecs(sd: SessionDescription, codecs: Sequence[str]) -> SessionDescription | None:
@@ -320,6 +388,8 @@ def filter_audio_codecs(sd: SessionDescription, codecs: Sequence[str]) -> Sessio
             new_media.append(filtered)
     if survivors == 0:
         return None
+    if all(new is old for new, old in zip(new_media, sd.media, strict=True)):
+        return sd  # unchanged: callers may reuse the bytes it was parsed from
     return replace(sd, media=tuple(new_media))
 
 

@@ -15,7 +15,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from sipedge.sip.message import Headers, Message, Request, Response, canonical_name
+from sipedge.sip.message import Headers, Message, Request, Response, display_name
 from sipedge.sip.timers import TimerConfig
 
 __all__ = [
@@ -44,40 +44,43 @@ Address: TypeAlias = tuple[str, int]
 
 
 # --- events (inputs) ---------------------------------------------------------------------------
+# Events and actions are short-lived values built for every message; they are plain slotted
+# dataclasses, not frozen ones, because a frozen dataclass's __init__ costs an object.__setattr__
+# call per field (measured: the largest self-time entry of the call path). Treat them as immutable.
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Start:
     """The TU hands a client transaction its request: send it and arm the timers."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Received:
     """A message from the transport that matched this transaction (or created a server one)."""
 
     msg: Message
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SendResponse:
     """The TU answers the request of a server transaction."""
 
     response: Response
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TimerFired:
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TransportFailed:
     """A fatal transport error while sending (ICMP unreachable, TCP connect/write failure)."""
 
     reason: str = "transport error"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CancelSent:
     """The TU sent a CANCEL for this INVITE (RFC 3261 §9.1): without a final response within
     64*T1 the INVITE client transaction is considered cancelled and destroyed."""
@@ -89,13 +92,13 @@ Event: TypeAlias = Start | Received | SendResponse | TimerFired | TransportFaile
 # --- actions (outputs) -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Send:
     msg: Message
     dest: Address
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StartTimer:
     """(Re)arm timer ``name`` to fire at the absolute time ``at``; replaces an armed one."""
 
@@ -103,12 +106,12 @@ class StartTimer:
     at: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CancelTimer:
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Deliver:
     """Pass a message up to the TU (a new request, an ACK for a 2xx, or a response)."""
 
@@ -121,7 +124,7 @@ class TerminationReason(enum.Enum):
     TRANSPORT_ERROR = "transport_error"  # the TU must know (RFC 3261 §17.1.1.2, §17.2.4)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Terminated:
     """The transaction is over; the stack forgets it and its timers."""
 
@@ -207,14 +210,18 @@ def build_response(
     ``to_tag`` is added to To when given and To has none (§8.2.6.2). One pass over the request's
     header lines, no value parsed except To when a tag is to be added.
     """
-    headers = Headers()
     add_tag = to_tag is not None and request.to.tag is None
-    for name, value in request.headers:
-        key = canonical_name(name)
-        if key in _COPIED_TO_RESPONSE:
+    src = request.headers
+    items: list[list[str]] = []
+    keys: list[str] = []
+    # Straight over the parsed (name, value) lists: the names are already canonical-keyed.
+    for key, item in zip(src._keys, src._items, strict=True):
+        if key in _COPIED_TO_RESPONSE or (status == 100 and key == "timestamp"):
+            name = display_name(key, item[0])  # "Via" for a compact "v", as Headers.add does
             if add_tag and key == "to":
-                value = f"{value};tag={to_tag}"
-            headers.add(name, value)
-        elif status == 100 and key == "timestamp":
-            headers.add(name, value)
-    return Response(status, reason, headers)
+                item = [name, f"{item[1]};tag={to_tag}"]
+            elif name != item[0]:
+                item = [name, item[1]]
+            items.append(item)  # shared, never mutated in place (Headers replaces pairs)
+            keys.append(key)
+    return Response(status, reason, Headers._from_parsed(items, keys))

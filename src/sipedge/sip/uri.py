@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from sipedge.sip.errors import SipParseError
+from sipedge.sip.memo import memoized
 
 __all__ = [
     "AbsoluteUri",
@@ -74,7 +75,7 @@ def _parse_params(text: str, *, what: str) -> Params:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # a value: never mutated (see sip.transaction)
 class SipUri:
     """``sip:`` / ``sips:`` URI; ``user``/``password``/params hold the escaped wire text."""
 
@@ -122,7 +123,7 @@ class SipUri:
         return "".join(parts)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # a value: never mutated (see sip.transaction)
 class TelUri:
     """``tel:`` URI (RFC 3966): ``number`` as written (visual separators kept) plus params."""
 
@@ -145,7 +146,7 @@ class TelUri:
         return f"tel:{self.number}{_format_params(self.params)}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # a value: never mutated (see sip.transaction)
 class AbsoluteUri:
     """Any other scheme (RFC 3261 absoluteURI), kept verbatim; the core answers 416 for it."""
 
@@ -172,7 +173,7 @@ _FAST_SIP = re.compile(
 )
 
 
-def parse_uri(text: str) -> Uri:
+def _parse_uri_uncached(text: str) -> Uri:
     """Parse a URI (no surrounding ``<>`` or whitespace). Raises ``SipParseError(400)``."""
     m = _FAST_SIP.match(text)
     if m is not None and ("%" not in text or not _BAD_ESCAPE.search(text)):
@@ -201,6 +202,9 @@ def parse_uri(text: str) -> Uri:
     if not rest:
         raise SipParseError("malformed URI", 400)
     return AbsoluteUri(scheme, rest)
+
+
+parse_uri = memoized(_parse_uri_uncached)
 
 
 def _parse_sip(scheme: str, rest: str) -> SipUri:

@@ -311,9 +311,13 @@ class TransactionLayer:
         must carry its INVITE's Via (RFC 3261 §9.1) and so keeps it."""
         if request.method == "ACK":
             raise ValueError("an ACK is not a transaction: use send_stateless")
+        key: ClientKey | None
         if "Via" not in request.headers:
-            request.headers.prepend("Via", self.via_value(transport, dest=dest))
-        key = client_key(request)
+            branch = self._new_branch()
+            request.headers.prepend("Via", self.via_value(transport, branch, dest=dest))
+            key = ClientKey(branch, request.method)  # our own Via: no need to parse it back
+        else:
+            key = client_key(request)
         if key is None:
             raise ValueError("request top Via has no branch")
         fsm: InviteClientTransaction | NonInviteClientTransaction

@@ -153,10 +153,13 @@ class UdpTransport(asyncio.DatagramProtocol):
         return self._local
 
     def send(self, data: bytes, dest: Address) -> None:
-        if self._transport is None or self._transport.is_closing():
+        transport = self._transport
+        if transport is None or transport.is_closing():
             raise TransportError("udp transport closed")
-        with map_os_errors("udp send"):
-            self._transport.sendto(data, dest)
+        try:  # not map_os_errors(): a context manager per datagram shows in the profile
+            transport.sendto(data, dest)
+        except OSError as exc:
+            raise TransportError(f"udp send: {exc.strerror or type(exc).__name__}") from exc
 
     def send_message(self, msg: Message, dest: Address) -> None:
         self.send(bytes(msg), dest)

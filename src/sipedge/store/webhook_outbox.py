@@ -33,6 +33,7 @@ __all__ = [
     "OutboxEntry",
     "Outcome",
     "account_key",
+    "agents_with_webhook",
     "claim_due",
     "enqueue",
     "finish_attempt",
@@ -60,6 +61,18 @@ def account_key(*, organization_id: str | None, user_id: str | None) -> str:
     if user_id is None:
         raise ValueError("an account needs an organization_id or a user_id")
     return f"user:{user_id}"
+
+
+async def agents_with_webhook(session: AsyncSession, agent_ids: set[str]) -> set[str]:
+    """The live agents among `agent_ids` that have a `webhook_url` (whose events are kept)."""
+    if not agent_ids:
+        return set()
+    rows = await session.execute(
+        select(Agent.id).where(
+            Agent.id.in_(agent_ids), Agent.is_deleted == false(), Agent.webhook_url.is_not(None)
+        )
+    )
+    return {agent_id for (agent_id,) in rows}
 
 
 async def enqueue(session: AsyncSession, entries: Sequence[OutboxEntry], *, now: datetime) -> int:
