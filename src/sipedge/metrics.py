@@ -200,7 +200,8 @@ ENDING_CHILDREN: dict[CallEnd, Counter] = {
 
 class SipLimit(StrEnum):
     """A hard limit that was hit. The first five equal ``sip.limits.LimitKind`` (a unit test
-    keeps them in step); the rest are the TCP transport's connection caps and idle timeout."""
+    keeps them in step); then the TCP transport's connection caps and idle timeout, and the caps on
+    live transactions and dialogs."""
 
     MESSAGE_SIZE = "message_size"
     HEADER_COUNT = "header_count"
@@ -210,6 +211,8 @@ class SipLimit(StrEnum):
     TCP_CONNECTIONS = "tcp_connections"
     TCP_CONNECTIONS_PER_PEER = "tcp_connections_per_peer"
     TCP_IDLE = "tcp_idle"
+    TRANSACTIONS = "transactions"  # a new request refused (503) at sip.max_transactions
+    DIALOGS = "dialogs"  # a new call refused (503) at sip.max_dialogs
 
 
 class FloodDrop(StrEnum):

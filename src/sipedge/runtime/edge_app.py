@@ -121,7 +121,9 @@ class SipEdge:
         loop = asyncio.get_running_loop()
         timers = TimerConfig(t1=sip.t1, t2=sip.t2, t4=sip.t4)
         self.agent_peer = await _resolve_once(loop, self.agent_peer)
-        layer = TransactionLayer(_Unbound(), config=timers, loop=loop)
+        layer = TransactionLayer(
+            _Unbound(), config=timers, loop=loop, max_transactions=sip.max_transactions
+        )
         self._layer = layer
         self._udp, self._tcp = await self._bind(sip.host, sip.port, layer)
         layer.attach(self._udp)
@@ -152,6 +154,7 @@ class SipEdge:
             unknown_source=self.unknown_source,
             observe=self.observe_snapshot,
             flood=self.flood,
+            max_dialogs=sip.max_dialogs,
         )
         self._seen = self.snapshots.current
         self._trusted = _gateway_addresses(self._seen)

@@ -29,8 +29,10 @@ from sipedge.metrics import (
     DROP_CHILDREN,
     FLOOD_CHILDREN,
     INBOUND_CHILDREN,
+    LIMIT_CHILDREN,
     InboundAction,
     InboundOutcome,
+    SipLimit,
 )
 from sipedge.runtime.b2bua import Call
 from sipedge.runtime.call_status import emit, status_of_record
@@ -58,6 +60,8 @@ from sipedge.stack.transactions import (
 __all__ = ["EdgeHandler", "render_decision"]
 
 log = logging.getLogger(__name__)
+
+DIALOG_CAP_RETRY_AFTER = 5  # seconds: calls end and free their dialogs within a few seconds
 
 _IN_DIALOG = frozenset({"BYE", "ACK", "CANCEL", "INFO", "UPDATE", "PRACK", "NOTIFY"})
 _ALLOWED = frozenset(m.strip() for m in ALLOW.split(","))
@@ -111,9 +115,12 @@ class EdgeHandler:
         unknown_source: UnknownSourcePolicy,
         observe: Callable[[RoutingSnapshot], None],
         flood: FloodGuard | None = None,
+        max_dialogs: int | None = None,
     ) -> None:
         self.svc = svc
         self.flood = flood
+        # sip.max_dialogs: a call holds two dialogs (carrier and agent legs); None: no cap.
+        self.max_dialogs = max_dialogs
         self.snapshots = snapshots
         self.unknown_source: UnknownSourcePolicy = unknown_source
         self.observe = observe
@@ -182,6 +189,13 @@ class EdgeHandler:
             FLOOD_CHILDREN["invite_cap"].inc()
             busy = respond(request, 503, to_tag=tag, warning=edge_warning("overloaded"))
             busy.headers.add("Retry-After", str(flood.retry_after))
+            tx.respond(busy)
+            return
+        cap = self.max_dialogs
+        if cap is not None and 2 * (len(svc.live) + 1) > cap:
+            LIMIT_CHILDREN[SipLimit.DIALOGS].inc()
+            busy = respond(request, 503, to_tag=tag, warning=edge_warning("overloaded"))
+            busy.headers.add("Retry-After", str(DIALOG_CAP_RETRY_AFTER))
             tx.respond(busy)
             return
         snapshot = self.snapshots.current

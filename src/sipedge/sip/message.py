@@ -212,6 +212,17 @@ class Headers:
             return self._items[keys.index(key)][1]
         return None
 
+    def value_of(self, key: str) -> str | None:
+        """``get`` for a key that is already canonical (lower case, full form): no name lookup."""
+        keys = self._keys
+        if key in keys:
+            return self._items[keys.index(key)][1]
+        return None
+
+    def raw_all_of(self, key: str) -> list[str]:
+        """``get_raw_all`` for a canonical key."""
+        return [item[1] for k, item in zip(self._keys, self._items, strict=True) if k == key]
+
     def get_raw_all(self, name: str) -> list[str]:
         """Every header line's value for ``name``, without comma splitting."""
         key = canonical_name(name)
@@ -313,15 +324,15 @@ class _Base:
         self._cache[name] = (raw, value)
         return value
 
-    def _required(self, name: str) -> str:
-        value = self.headers.get(name)
+    def _required(self, key: str, name: str) -> str:
+        value = self.headers.value_of(key)
         if value is None:
             raise SipParseError(f"missing {name}", 400)
         return value
 
     @property
     def vias(self) -> list[Via]:
-        raws = self.headers.get_raw_all("Via")
+        raws = self.headers.raw_all_of("via")
         key = tuple(raws)
 
         def parse() -> list[Via]:
@@ -334,32 +345,32 @@ class _Base:
 
     @property
     def top_via(self) -> Via:
-        raw = self._required("Via")
+        raw = self._required("via", "Via")
         return self._cached("top_via", raw, lambda: parse_via(raw)[0])
 
     @property
     def call_id(self) -> str:
-        return self._required("Call-ID")
+        return self._required("call-id", "Call-ID")
 
     @property
     def cseq(self) -> CSeq:
-        raw = self._required("CSeq")
+        raw = self._required("cseq", "CSeq")
         return self._cached("cseq", raw, lambda: parse_cseq(raw))
 
     @property
     def from_(self) -> NameAddr:
-        raw = self._required("From")
+        raw = self._required("from", "From")
         return self._cached("from", raw, lambda: parse_name_addr(raw))
 
     @property
     def to(self) -> NameAddr:
-        raw = self._required("To")
+        raw = self._required("to", "To")
         return self._cached("to", raw, lambda: parse_name_addr(raw))
 
     @property
     def contact(self) -> list[NameAddr]:
         """Contact entries; ``[]`` when absent or for the REGISTER wildcard ``*``."""
-        raws = self.headers.get_raw_all("Contact")
+        raws = self.headers.raw_all_of("contact")
         if not raws or raws == ["*"]:
             return []
         return [na for raw in raws for na in parse_name_addr_list(raw)]
@@ -378,7 +389,7 @@ class _Base:
 
     @property
     def content_type(self) -> str | None:
-        return self.headers.get("Content-Type")
+        return self.headers.value_of("content-type")
 
     def _finish(self, start: str) -> bytes:
         out = [start, "\r\n"]
@@ -411,7 +422,7 @@ class Request(_Base):
     @property
     def max_forwards(self) -> int:
         """Max-Forwards; an absent header counts as 70 (RFC 3261 §8.1.1.6 default, be liberal)."""
-        raw = self.headers.get("Max-Forwards")
+        raw = self.headers.value_of("max-forwards")
         if raw is None:
             return 70
         return self._cached("max_forwards", raw, lambda: _parse_max_forwards(raw))

@@ -20,9 +20,11 @@ import asyncio
 import heapq
 import itertools
 import logging
+import secrets
 from collections.abc import Callable
 from typing import Protocol, TypeAlias
 
+from sipedge.metrics import LIMIT_CHILDREN, SipLimit
 from sipedge.sip.dialog import default_branch
 from sipedge.sip.errors import SipError, TransportError
 from sipedge.sip.keys import (
@@ -51,6 +53,7 @@ from sipedge.sip.transaction import (
     TimerFired,
     TransportFailed,
     TxState,
+    build_response,
 )
 from sipedge.sip.transaction_client import InviteClientTransaction, NonInviteClientTransaction
 from sipedge.sip.transaction_server import InviteServerTransaction, NonInviteServerTransaction
@@ -193,8 +196,14 @@ class TransactionLayer:
         config: TimerConfig | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         new_branch: Callable[[], str] | None = None,
+        max_transactions: int | None = None,
+        retry_after: int = 5,
     ) -> None:
         self.tu = tu
+        # At this many live transactions (server + client) a new request is refused with a
+        # stateless 503 + Retry-After (sip.max_transactions); None: no cap.
+        self.max_transactions = max_transactions
+        self.retry_after = retry_after
         self.config = config or TimerConfig()
         self._loop = loop or asyncio.get_running_loop()
         self._transports: dict[str, SipTransport] = {}
@@ -279,6 +288,10 @@ class TransactionLayer:
             self._stray(request, source, transport)
             return
         reliable = transport.reliable
+        cap = self.max_transactions
+        if cap is not None and len(self._server) + len(self._client) >= cap:
+            self._refuse_over_cap(request, source, transport)
+            return
         # RFC 3261 §18.2.1 / RFC 3581 §4: record received/rport in the top Via before a response
         # copies it. Only for a new transaction: retransmissions are answered from the copy.
         via = stamp_received(request, source)
@@ -293,6 +306,19 @@ class TransactionLayer:
         tx = ServerTransaction(self, transport, fsm, key, source)
         self._server[key] = tx
         self._run(tx, Received(request), now)
+
+    def _refuse_over_cap(self, request: Request, source: Address, transport: SipTransport) -> None:
+        """sip.max_transactions reached: answer 503 + Retry-After without keeping any state
+        (RFC 3261 §21.5.4); the client retries later, retransmissions get the same answer."""
+        LIMIT_CHILDREN[SipLimit.TRANSACTIONS].inc()
+        via = stamp_received(request, source)
+        busy = build_response(request, 503, "Service Unavailable", to_tag=secrets.token_hex(6))
+        busy.headers.add("Retry-After", str(self.retry_after))
+        dest = source if transport.reliable else reply_destination(via, source)
+        try:
+            transport.send_message(busy, dest)
+        except TransportError as exc:
+            log.debug("503 (transaction limit) to %s failed: %s", source, exc.reason)
 
     def _on_response(self, response: Response) -> None:
         key = client_key(response)

@@ -296,3 +296,28 @@ def test_a_failing_tu_is_logged_and_the_transaction_still_runs(caplog) -> None:
     assert any("stray" in r.message for r in caplog.records)
     assert layer.server_count == 1  # 100 Trying sent, transaction alive despite the TU error
     assert transport.sent[0][1].status == 100  # type: ignore[union-attr]
+
+
+def test_at_max_transactions_a_new_request_gets_a_stateless_503_with_retry_after() -> None:
+    from sipedge.metrics import LIMIT_CHILDREN, SipLimit
+
+    layer, _loop, transport, tu = make()
+    layer.max_transactions = 1
+    hits = LIMIT_CHILDREN[SipLimit.TRANSACTIONS]._value.get()
+    layer.on_message(request("INVITE"), SRC, transport)
+    assert layer.server_count == 1
+    layer.on_message(request("INVITE", branch="z9hG4bK-tx-2", call_id="call-2"), SRC, transport)
+    layer.on_message(request("OPTIONS", branch="z9hG4bK-tx-3", call_id="call-3"), SRC, transport)
+    busy = [m for _, m, _ in transport.sent if isinstance(m, Response) and m.status == 503]
+    assert len(busy) == 2 and all(m.headers.get("Retry-After") == "5" for m in busy)
+    assert all(m.to.tag for m in busy)
+    assert layer.server_count == 1 and len(tu.requests) == 1  # no state, the TU saw nothing
+    assert LIMIT_CHILDREN[SipLimit.TRANSACTIONS]._value.get() == hits + 2
+    # The live transaction still works (a retransmission is absorbed, not refused) ...
+    layer.on_message(request("INVITE"), SRC, transport)
+    assert [m.status for _, m, _ in transport.sent if isinstance(m, Response)][-1] == 100
+    # ... and an ACK is never answered, even over the cap.
+    layer.on_message(
+        request("ACK", branch="z9hG4bK-tx-9", call_id="c9", to_tag="x"), SRC, transport
+    )
+    assert len([m for _, m, _ in transport.sent if isinstance(m, Response)]) == 4
