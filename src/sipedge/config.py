@@ -45,6 +45,7 @@ class SipSettings(_Section):
     port: int = Field(default=5060, ge=1, le=65535)
     advertised_address: str = ""
     max_message_bytes: int = Field(default=65_536, ge=1024, le=1_048_576)
+    udp_receive_buffer: int = Field(default=4_194_304, ge=65_536)
     t1: float = Field(default=0.5, gt=0)
     t2: float = Field(default=4.0, gt=0)
     t4: float = Field(default=5.0, gt=0)

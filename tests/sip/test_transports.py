@@ -510,3 +510,13 @@ async def test_tcp_admit_hook_drops_messages_and_keeps_the_connection() -> None:
         writer.close()
     finally:
         await server.close()
+
+
+async def test_udp_receive_buffer_is_set_on_the_socket() -> None:
+    a = await UdpTransport.create("127.0.0.1", 0, Sink(), receive_buffer=1_048_576)
+    try:
+        sock = a._transport.get_extra_info("socket")  # type: ignore[union-attr]
+        # Linux doubles the value for bookkeeping (socket(7)); the default is ~208 KiB.
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= 1_048_576
+    finally:
+        await a.close()

@@ -174,6 +174,7 @@ class SipEdge:
                 max_size=sip.max_message_bytes,
                 limits=sip.limits(),
                 admit=self._admit,
+                receive_buffer=sip.udp_receive_buffer,
             )
             try:
                 tcp = await TcpTransport.create(

@@ -83,8 +83,13 @@ class UdpTransport(asyncio.DatagramProtocol):
         max_size: int = MAX_DATAGRAM,
         limits: Limits = DEFAULT_LIMITS,
         admit: Admit | None = None,
+        receive_buffer: int | None = None,
     ) -> UdpTransport:
-        """Bind ``host:port`` (port 0 = ephemeral; IPv6 literals without brackets)."""
+        """Bind ``host:port`` (port 0 = ephemeral; IPv6 literals without brackets).
+
+        ``receive_buffer``: SO_RCVBUF in bytes (the kernel caps it at net.core.rmem_max); a
+        larger buffer rides out bursts instead of dropping datagrams that the peers must then
+        retransmit."""
         loop = asyncio.get_running_loop()
         self = cls(on_message, on_error, max_size=max_size, limits=limits, admit=admit)
         self._closed = loop.create_future()
@@ -93,6 +98,10 @@ class UdpTransport(asyncio.DatagramProtocol):
             await loop.create_datagram_endpoint(
                 lambda: self, local_addr=(host, port), family=family
             )
+        if receive_buffer is not None and self._transport is not None:
+            sock = self._transport.get_extra_info("socket")
+            with map_os_errors("set udp receive buffer"):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
         return self
 
     # --- asyncio callbacks ---------------------------------------------------------------------
