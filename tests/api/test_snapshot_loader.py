@@ -260,3 +260,24 @@ async def test_a_change_notified_from_another_thread_reloads(
         assert loader.loads == 1 and trunk["id"] in loader.current.trunks
     finally:
         await loader.stop()
+
+
+async def test_call_signals_do_not_reload_the_snapshot(api: Api, alice: httpx.AsyncClient) -> None:
+    # A queued outbound call or a hangup request wakes the dialer only: the snapshot holds no
+    # calls, and reloading it per POST /call made the API wait on every call (bench.outbound_ramp).
+    trunk = await make_trunk(alice)
+    loader = _loader(api, debounce=0.0)
+    await loader.load()
+    loader.subscribe(api.notifier)
+    try:
+        for _ in range(20):
+            api.notifier.notify("call.queued", trunk["id"])
+            api.notifier.notify("call.hangup", trunk["id"])
+        await asyncio.sleep(0.05)
+        await loader.settle()
+        assert loader.loads == 1
+        api.notifier.notify("trunk.updated", trunk["id"])
+        await loader.settle()
+        assert loader.loads == 2
+    finally:
+        await loader.stop()

@@ -16,7 +16,7 @@ from sipedge.api.errors import ApiError
 from sipedge.api.gateway_resolver import GatewayResolver
 from sipedge.api.rate_limit import SlidingWindowLimiter, token_key
 from sipedge.config import Settings
-from sipedge.store.changes import ChangeNotifier
+from sipedge.store.changes import ChangeNotifier, changes_routing
 from sipedge.store.ownership import Principal
 from sipedge.store.tokens import authenticate
 from sipedge.store.types import utcnow
@@ -49,7 +49,7 @@ class Services:
         """Commit the request's writes, then tell subscribers the routing data changed."""
         await session.commit()
         self.notifier.notify(kind, trunk_id, agent_id)
-        if self.applied is not None:
+        if self.applied is not None and changes_routing(kind):
             await self.applied()
 
 

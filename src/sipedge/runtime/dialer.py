@@ -30,7 +30,7 @@ from sipedge.runtime.outbound_call import OutboundCall, OutboundSetup
 from sipedge.runtime.ports import CallRecordEvent, SnapshotSource
 from sipedge.sip.transaction import Address
 from sipedge.store import outbound_calls as repo
-from sipedge.store.changes import Change
+from sipedge.store.changes import CALL_SIGNALS, Change
 from sipedge.store.models import OutboundCall as OutboundRow
 from sipedge.store.types import utcnow
 from sipedge.store.webhook_events import enqueue_outbound_status
@@ -39,7 +39,7 @@ __all__ = ["Dialer"]
 
 log = logging.getLogger(__name__)
 
-WAKE_KINDS = frozenset({"call.queued", "call.hangup"})
+WAKE_KINDS = CALL_SIGNALS
 Resolve = Callable[[GatewayView, str], Awaitable[list[Address]]]
 
 

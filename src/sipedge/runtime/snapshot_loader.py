@@ -160,8 +160,9 @@ class SnapshotLoader:
         self._unsubscribe = unsubscribe
         return unsubscribe
 
-    def _on_change(self, _change: Change) -> None:
-        self.request_reload()
+    def _on_change(self, change: Change) -> None:
+        if change.routing:  # a queued call or a hangup changes no routing data
+            self.request_reload()
 
     def request_reload(self) -> None:
         """Schedule a reload: coalesced with any pending one, never more than one in flight."""

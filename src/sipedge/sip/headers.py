@@ -1,7 +1,8 @@
 """Typed views of the structured SIP header values (RFC 3261 §20, §25.1): name-addr, Via, CSeq.
 
-These are parsed on demand from the raw header text held by ``message.Headers``; each is a frozen
-value whose ``__str__`` renders a canonical form that parses back to an equal value.
+These are parsed on demand from the raw header text held by ``message.Headers``; each is a value
+(never mutated, hashable) whose ``__str__`` renders a canonical form that parses back to an equal
+value. The parsers are memoized (``sip.memo``): equal texts share one parsed value.
 """
 
 from __future__ import annotations

@@ -12,12 +12,25 @@ from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
+# Signals about outbound call rows: they wake the dialer, but the routing snapshot holds no
+# calls, so they neither reload it nor make the API wait for the SIP side to apply them.
+CALL_SIGNALS = frozenset({"call.queued", "call.hangup"})
+
+
+def changes_routing(kind: str) -> bool:
+    """Whether a change of ``kind`` alters the routing snapshot (trunks, numbers, agents...)."""
+    return kind not in CALL_SIGNALS
+
 
 @dataclass(frozen=True, slots=True)
 class Change:
     kind: str  # e.g. "trunk.created", "gateway.deleted", "number.updated", "agent.updated"
     trunk_id: str | None
     agent_id: str | None = None
+
+    @property
+    def routing(self) -> bool:
+        return changes_routing(self.kind)
 
 
 ChangeCallback = Callable[[Change], None]
