@@ -5,7 +5,9 @@ Per source IP, requests are counted in fixed windows of ``window_seconds``. A so
 ``carrier_rate`` (ACL'd carriers) or ``unknown_rate`` (everyone else) requests per second, i.e.
 ``rate * window_seconds`` per window; what goes over is dropped. A source over its budget in
 ``ban_after_windows`` consecutive windows is banned for ``ban_seconds``: every packet from it is
-dropped until the ban expires, and it then starts afresh.
+dropped until the ban expires, and it then starts afresh. A carrier source is never banned, only
+held at its budget: UDP source addresses are easy to forge, and a ban would let anyone who floods
+with a carrier's address cut that carrier off for the whole ban (measured: bench/flood_load).
 
 Memory is bounded by ``max_tracked_sources`` with two generations of per-source state: lookups go
 to the current generation, a miss promotes the source from the previous one, and when the current
@@ -143,6 +145,7 @@ class FloodGuard:
             return Verdict.ALLOW
         if (
             count == budget + 1
+            and not is_carrier
             and state[_STREAK] + 1 >= config.ban_after_windows
             and config.ban_seconds > 0
         ):

@@ -40,6 +40,7 @@ __all__ = ["Dialer"]
 log = logging.getLogger(__name__)
 
 WAKE_KINDS = CALL_SIGNALS
+FLUSH_DELAY = 0.02  # seconds a status change waits for others to share its write
 Resolve = Callable[[GatewayView, str], Awaitable[list[Address]]]
 
 
@@ -65,6 +66,8 @@ class Dialer:
         self._now = now
         self._poll_interval = poll_interval
         self._updates: list[tuple[str, dict[str, Any]]] = []
+        self._flush_lock = asyncio.Lock()  # batches are written one after another, in order
+        self._flushing: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -87,19 +90,29 @@ class Dialer:
 
     async def flush(self) -> None:
         """Write the status changes queued so far (the call path only queues them)."""
-        while self._updates:
-            batch, self._updates = self._updates, []
-            try:
-                async with self._sessions() as session:
-                    for run_id, values in batch:
-                        await repo.update_call(session, run_id=run_id, values=values)
-                        if "status" in values:  # its webhook, in the same transaction
-                            await enqueue_outbound_status(session, run_id=run_id, now=self._now())
-                    await session.commit()
-            except Exception:
-                log.exception("writing outbound call status failed (retried)")
-                self._updates[:0] = batch
-                return
+        async with self._flush_lock:
+            while self._updates:
+                batch, self._updates = self._updates, []
+                try:
+                    async with self._sessions() as session:
+                        for run_id, values in batch:
+                            await repo.update_call(session, run_id=run_id, values=values)
+                            if "status" in values:  # its webhook, in the same transaction
+                                await enqueue_outbound_status(
+                                    session, run_id=run_id, now=self._now()
+                                )
+                        await session.commit()
+                except Exception:
+                    log.exception("writing outbound call status failed (retried)")
+                    self._updates[:0] = batch
+                    return
+
+    async def _flush_soon(self) -> None:
+        # Statuses of many calls arrive in bursts: one short wait lets them share a transaction.
+        await asyncio.sleep(FLUSH_DELAY)
+        await self.flush()
+        if self._updates:  # a write failed: try again after the delay, not in a tight loop
+            self._flushing = asyncio.get_running_loop().create_task(self._flush_soon())
 
     def wake(self, change: Change | None = None) -> None:
         """A ``ChangeNotifier`` subscriber: new calls or hangups to look at now."""
@@ -111,7 +124,10 @@ class Dialer:
         self._updates.append((run_id, values))
         if values.get("status") in ("completed", "busy", "no-answer", "failed", "canceled"):
             self.calls.pop(run_id, None)
-        self._wake.set()
+        # Only a write is due: a status change needs no claim or hangup poll (those are woken
+        # by the API's call.queued / call.hangup signals and the poll interval).
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.get_running_loop().create_task(self._flush_soon())
 
     async def _run(self) -> None:
         while not self._stopping:

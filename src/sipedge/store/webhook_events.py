@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, false, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sipedge.store.models import OutboundCall
+from sipedge.store.models import Agent, OutboundCall
 from sipedge.store.webhook_outbox import OutboxEntry, enqueue
 
 __all__ = ["PROVIDER", "encode_body", "enqueue_outbound_status", "status_payload"]
@@ -101,9 +101,16 @@ async def enqueue_outbound_status(session: AsyncSession, *, run_id: str, now: da
     any); returns the rows added (0 or 1). Call it right after changing the status, before the
     commit. `hangup_by` is not tracked for outbound calls (null); `hangup_reason` is `reason`."""
     await session.flush()  # a row added in this session must be visible to the select
-    row = (await session.execute(select(*_COLUMNS).where(OutboundCall.id == run_id))).first()
-    if row is None:
-        return 0
+    live_agent = and_(Agent.id == OutboundCall.agent_id, Agent.is_deleted == false())
+    row = (
+        await session.execute(
+            select(*_COLUMNS, Agent.webhook_url)
+            .outerjoin(Agent, live_agent)
+            .where(OutboundCall.id == run_id)
+        )
+    ).first()
+    if row is None or not row.webhook_url:
+        return 0  # no webhook for this agent: no payload to build
     final = row.status in _FINAL
     duration = None
     if final and row.answered_at is not None and row.ended_at is not None:

@@ -156,3 +156,13 @@ def test_settings_section_builds_the_config_and_defaults_agree() -> None:
 def test_every_drop_verdict_has_a_metric_label() -> None:
     labels = {d.value for d in FloodDrop}
     assert {v.value for v in Verdict if v is not Verdict.ALLOW} <= labels
+
+
+def test_a_carrier_is_held_at_its_budget_but_never_banned() -> None:
+    # A flood forging a carrier's address must not cut the carrier off for ban_seconds.
+    guard = FloodGuard(FloodConfig(carrier_rate=10, ban_after_windows=1, ban_seconds=60))
+    for window in range(5):
+        verdicts = send(guard, CARRIER, 15, float(window), carrier=True)
+        assert verdicts == [Verdict.ALLOW] * 10 + [Verdict.DROP] * 5
+    assert guard.bans_started == 0 and not guard.is_banned(CARRIER, 5.0)
+    assert send(guard, CARRIER, 10, 5.0, carrier=True) == [Verdict.ALLOW] * 10
