@@ -1,7 +1,7 @@
 """Run every benchmark module listed in BENCHMARKS (add yours to the tuple).
 
-Each module pins itself: the parser bench to core 0, the inbound ramp its processes (the system
-under test on core 0, SIPp/tcpdump/py-spy on core 1, itself on core 1).
+Each module pins itself: the parser bench to core 0, the inbound and outbound ramps their processes
+(the system under test on core 0, SIPp/tcpdump/py-spy on core 1, themselves on core 1).
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import importlib
 import os
 import sys
 
-BENCHMARKS = ("bench.bench_parser", "bench.inbound_ramp")
+BENCHMARKS = ("bench.bench_parser", "bench.inbound_ramp", "bench.outbound_ramp")
+PINS_ITSELF = ("bench.inbound_ramp", "bench.outbound_ramp")  # main(argv) -> exit code
 
 
 def main() -> int:
@@ -18,7 +19,7 @@ def main() -> int:
     for name in BENCHMARKS:
         print(f"== {name}", flush=True)
         module = importlib.import_module(name)
-        if name == "bench.inbound_ramp":
+        if name in PINS_ITSELF:
             failed |= bool(module.main([]))  # pins its own processes
             continue
         cores = os.sched_getaffinity(0)

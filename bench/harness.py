@@ -38,21 +38,24 @@ def free_udp_port() -> int:
         return port
 
 
-def udp_bound(port: int) -> bool:
-    want = f"0100007F:{port:04X}"
+def udp_bound(port: int, host: str = HOST) -> bool:
+    # /proc/net/udp: the IPv4 address as the host-order hex of its network-order bytes.
+    want = f"{socket.inet_aton(host)[::-1].hex().upper()}:{port:04X}"
     with open("/proc/net/udp") as table:
         return any(line.split()[1] == want for line in table.readlines()[1:])
 
 
-def wait_udp_bound(port: int, proc: subprocess.Popen[bytes], timeout: float, what: str) -> None:
+def wait_udp_bound(
+    port: int, proc: subprocess.Popen[bytes], timeout: float, what: str, host: str = HOST
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if udp_bound(port):
+        if udp_bound(port, host):
             return
         if proc.poll() is not None:
             raise BenchError(f"{what} exited with code {proc.returncode} before binding {port}")
         time.sleep(0.05)
-    raise BenchError(f"{what} did not bind 127.0.0.1:{port} within {timeout:.0f} s")
+    raise BenchError(f"{what} did not bind {host}:{port} within {timeout:.0f} s")
 
 
 def stop(proc: subprocess.Popen[bytes] | None, grace: float = 5.0) -> None:
@@ -178,9 +181,9 @@ class SippRun:
         return int(self.final.get(name, "0") or 0)
 
 
-def sipp_uas(port: int, workdir: Path, name: str) -> list[str]:
+def sipp_uas(port: int, workdir: Path, name: str, host: str = HOST) -> list[str]:
     return [
-        "taskset", "-c", LOAD_CORE, "sipp", "-sf", str(UAS), "-i", HOST, "-p", str(port),
+        "taskset", "-c", LOAD_CORE, "sipp", "-sf", str(UAS), "-i", host, "-p", str(port),
         "-nostdin", "-trace_err", "-error_file", str(workdir / f"{name}-uas-errors.log"),
     ]  # fmt: skip
 
