@@ -95,6 +95,24 @@ def _number(text: str) -> int | None:
     return None
 
 
+def _named_formats(
+    formats: Sequence[str], rtpmaps: dict[int, RtpMap]
+) -> dict[str, tuple[str, int]]:
+    """Format -> (encoding name, clock rate), in offer order: its rtpmap, else RFC 3551's static
+    table; formats we cannot name (a dynamic payload type without rtpmap) are absent."""
+    out: dict[str, tuple[str, int]] = {}
+    for fmt in formats:
+        pt = _number(fmt)
+        if pt is None:
+            continue
+        mapped = rtpmaps.get(pt)
+        if mapped is not None:
+            out[fmt] = (mapped.encoding, mapped.clock_rate)
+        elif pt in _STATIC_AUDIO:
+            out[fmt] = _STATIC_AUDIO[pt]
+    return out
+
+
 def _parse_rtpmap(value: str) -> RtpMap | None:
     """Parse the value after ``rtpmap:``; None when it is not well formed (we then ignore it)."""
     pt_text, _, rest = value.partition(" ")
@@ -187,18 +205,7 @@ class MediaDescription:
 
         Formats we cannot name (a dynamic payload type without rtpmap) are absent.
         """
-        maps = self.rtpmaps()
-        out: dict[str, tuple[str, int]] = {}
-        for fmt in self.formats:
-            pt = _number(fmt)
-            if pt is None:
-                continue
-            mapped = maps.get(pt)
-            if mapped is not None:
-                out[fmt] = (mapped.encoding, mapped.clock_rate)
-            elif pt in _STATIC_AUDIO:
-                out[fmt] = _STATIC_AUDIO[pt]
-        return out
+        return _named_formats(self.formats, self.rtpmaps())
 
     def _with_formats(self, formats: Sequence[str]) -> MediaDescription:
         m_line = self.lines[0]
@@ -349,17 +356,7 @@ def offer_fits(body: bytes, codecs: Sequence[str]) -> bool:
     port = _number(fields[1])  # "port/count" -> None -> full path
     if port is None or port == 0 or port > 65535:
         return False
-    known: dict[str, tuple[str, int]] = {}
-    for fmt in fields[3:]:
-        pt = _number(fmt)
-        if pt is None:
-            continue
-        mapped = rtpmaps.get(pt)
-        if mapped is not None:
-            known[fmt] = (mapped.encoding, mapped.clock_rate)
-        elif pt in _STATIC_AUDIO:
-            known[fmt] = _STATIC_AUDIO[pt]
-    chosen = _choose_formats(known, codecs)
+    chosen = _choose_formats(_named_formats(fields[3:], rtpmaps), codecs)
     return chosen is not None and chosen == fields[3:]
 
 
