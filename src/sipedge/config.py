@@ -80,7 +80,7 @@ class FloodSettings(_Section):
     unknown_rate: int = Field(default=20, ge=0)
     ban_after_windows: int = Field(default=3, ge=1)
     ban_seconds: float = Field(default=60.0, ge=0)
-    invite_rate: int = Field(default=2000, ge=0)
+    invite_rate: int = Field(default=400, ge=0)
     retry_after_seconds: int = Field(default=5, ge=1)
     max_tracked_sources: int = Field(default=100_000, ge=2)
 

@@ -50,7 +50,7 @@ class FloodConfig:
     unknown_rate: int = 20
     ban_after_windows: int = 3
     ban_seconds: float = 60.0
-    invite_rate: int = 2000
+    invite_rate: int = 400  # below the ~500 calls/s one process sustains (bench.inbound_ramp)
     retry_after_seconds: int = 5
     max_tracked_sources: int = 100_000
 
