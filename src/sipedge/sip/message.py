@@ -186,7 +186,8 @@ def display_name(key: str, written: str) -> str:
 class Headers:
     """Ordered multi-map of header fields; lookups are case-insensitive and compact-form aware.
 
-    Stored as the parser produced it: ``_items`` (name as written, value) and a parallel list of
+    Stored as the parser produced it: ``_items`` (name as written, value) tuples (immutable, so
+    copies share them, and untracked by the cyclic GC once seen) and a parallel list of
     canonical keys, so lookups are C-level list scans and nothing is copied per line.
     """
 
@@ -194,13 +195,13 @@ class Headers:
 
     def __init__(self, items: Iterable[tuple[str, str]] = ()) -> None:
         # [name as written, value] pairs (lists: the parser's str.split output, kept as is).
-        self._items: list[list[str]] = []
+        self._items: list[tuple[str, str]] = []
         self._keys: list[str] = []
         for name, value in items:
             self.add(name, value)
 
     @classmethod
-    def _from_parsed(cls, items: list[list[str]], keys: list[str]) -> Headers:
+    def _from_parsed(cls, items: list[tuple[str, str]], keys: list[str]) -> Headers:
         h = cls.__new__(cls)
         h._items, h._keys = items, keys
         return h
@@ -243,12 +244,12 @@ class Headers:
 
     def add(self, name: str, value: str) -> None:
         key = canonical_name(name)
-        self._items.append([display_name(key, name), value])
+        self._items.append((display_name(key, name), value))
         self._keys.append(key)
 
     def prepend(self, name: str, value: str) -> None:
         key = canonical_name(name)
-        self._items.insert(0, [display_name(key, name), value])
+        self._items.insert(0, (display_name(key, name), value))
         self._keys.insert(0, key)
 
     def set(self, name: str, value: str) -> None:
@@ -258,13 +259,13 @@ class Headers:
             self.add(name, value)
             return
         first = self._keys.index(key)
-        self._items[first] = [self._items[first][0], value]
+        self._items[first] = (self._items[first][0], value)
         self._remove(key, keep=first)
 
     def replace_first(self, name: str, value: str) -> None:
         """Replace the value of the first field named ``name`` (e.g. to stamp the top Via)."""
         first = self._keys.index(canonical_name(name))
-        self._items[first] = [self._items[first][0], value]
+        self._items[first] = (self._items[first][0], value)
 
     def remove(self, name: str) -> None:
         self._remove(canonical_name(name), keep=-1)
@@ -275,7 +276,7 @@ class Headers:
         self._keys = [self._keys[i] for i in keep_idx]
 
     def copy(self) -> Headers:
-        return Headers._from_parsed([list(i) for i in self._items], list(self._keys))
+        return Headers._from_parsed(list(self._items), list(self._keys))
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and canonical_name(name) in self._keys

@@ -120,7 +120,7 @@ def _check_shape(lines: list[str], head: str, limits: Limits, status: int | None
 
 
 def _check_via_depth(
-    keys: list[str], items: list[list[str]], head: str, limits: Limits, status: int | None
+    keys: list[str], items: list[tuple[str, str]], head: str, limits: Limits, status: int | None
 ) -> None:
     """Via values in the message; exact counting only when lines + commas could exceed it."""
     limit = limits.max_via_depth
@@ -166,15 +166,16 @@ def parse_request_line(start: str) -> tuple[str, str, str]:
 
 
 def _split_headers(lines: list[str], status: int | None) -> Headers:
-    """Split header lines into [name, value] pairs.
+    """Split header lines into (name, value) pairs.
 
     Fast path: ``line.split(": ", 1)`` per line in one comprehension, and the name is accepted
     only if the memo table knows it (a validated token, so it holds no ':' and the split point is
     right). Any other line (odd spacing, unknown spelling, no ": ") is redone by ``_slow_line``.
     """
-    items = [ln.split(": ", 1) for ln in lines]
+    parts = [ln.split(": ", 1) for ln in lines]
     get = _CANON.get
-    keys: list[str | None] = [get(item[0]) if len(item) == 2 else None for item in items]
+    keys: list[str | None] = [get(part[0]) if len(part) == 2 else None for part in parts]
+    items: list[tuple[str, ...]] = list(map(tuple, parts))
     if None in keys:
         for i, key in enumerate(keys):
             if key is None:
@@ -182,17 +183,17 @@ def _split_headers(lines: list[str], status: int | None) -> Headers:
     return Headers._from_parsed(items, keys)  # type: ignore[arg-type]  # no None left
 
 
-def _slow_line(line: str, status: int | None) -> tuple[list[str], str]:
+def _slow_line(line: str, status: int | None) -> tuple[tuple[str, str], str]:
     name, colon, value = line.partition(":")
     name = name.rstrip(" \t")  # HCOLON = *( SP / HTAB ) ":" SWS
     if not colon or not _TOKEN.match(name):
         raise SipParseError("malformed header line", status)
-    return [name, value.strip(" \t")], canonical_name(name)
+    return (name, value.strip(" \t")), canonical_name(name)
 
 
 def _body(
     keys: list[str],
-    items: list[list[str]],
+    items: list[tuple[str, str]],
     data: bytes,
     body_start: int,
     status: int | None,

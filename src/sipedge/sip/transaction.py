@@ -212,16 +212,16 @@ def build_response(
     """
     add_tag = to_tag is not None and request.to.tag is None
     src = request.headers
-    items: list[list[str]] = []
+    items: list[tuple[str, str]] = []
     keys: list[str] = []
     # Straight over the parsed (name, value) lists: the names are already canonical-keyed.
     for key, item in zip(src._keys, src._items, strict=True):
         if key in _COPIED_TO_RESPONSE or (status == 100 and key == "timestamp"):
             name = display_name(key, item[0])  # "Via" for a compact "v", as Headers.add does
             if add_tag and key == "to":
-                item = [name, f"{item[1]};tag={to_tag}"]
+                item = (name, f"{item[1]};tag={to_tag}")
             elif name != item[0]:
-                item = [name, item[1]]
-            items.append(item)  # shared, never mutated in place (Headers replaces pairs)
+                item = (name, item[1])
+            items.append(item)  # an immutable pair: shared with the request
             keys.append(key)
     return Response(status, reason, Headers._from_parsed(items, keys))
