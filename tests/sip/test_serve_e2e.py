@@ -196,3 +196,42 @@ async def test_api_to_sip_end_to_end(served: Served, tmp_path: Path) -> None:
             wait=0.3,
         )
         assert statuses(replies)[:1] == [100]
+
+
+def test_the_sip_role_serves_its_metrics(tmp_path: Path) -> None:
+    # A `sip`-only process has no admin API; its http address serves the Prometheus metrics.
+    http_port, sip_port = free_port("tcp"), free_port("udp")
+    db = tmp_path / "sipedge.db"
+    env = {
+        **os.environ,
+        "SIPEDGE_DATABASE__URL": f"sqlite:///{db}",
+        "SIPEDGE_HTTP__PORT": str(http_port),
+        "SIPEDGE_SIP__HOST": "127.0.0.1",
+        "SIPEDGE_SIP__PORT": str(sip_port),
+        "SIPEDGE_LOGGING__LEVEL": "WARNING",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sipedge.cli", "sip"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        body, deadline = "", time.monotonic() + 30
+        while not body and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{http_port}/metrics", timeout=1)
+                body = response.text if response.status_code == 200 else ""
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert "sipedge_sip_limit_hits_total" in body, proc.poll()
+        assert "sipedge_snapshot_version" in body
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0

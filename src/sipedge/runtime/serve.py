@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from typing import Literal
 
 import uvicorn
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest, start_http_server
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import Request
 from starlette.responses import Response
@@ -199,6 +199,13 @@ async def _run(settings: Settings, *, role: Role) -> None:
             server: uvicorn.Server | None = None
             if role == "sip":
                 worker = asyncio.create_task(_poll_store(notifier))
+                # No admin API in this role, but its metrics must be scrapable: http.host:port
+                # serves GET /metrics only (a small server thread, off the SIP loop).
+                metrics_server, _thread = start_http_server(
+                    settings.http.port, addr=settings.http.host, registry=REGISTRY
+                )
+                running.callback(metrics_server.shutdown)
+                log.info("metrics on http://%s:%d/metrics", settings.http.host, settings.http.port)
             else:
                 edge = (limiter, loader) if loader is not None else None
                 server = _api_server(settings, engine, notifier, edge)
