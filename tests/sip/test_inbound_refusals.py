@@ -200,8 +200,11 @@ async def test_max_forwards_zero_gets_483(tmp_path) -> None:
 
 
 async def test_at_max_dialogs_a_new_call_gets_503_with_retry_after(tmp_path) -> None:
-    # max_dialogs = 2: one call (carrier leg + agent leg) fits, the next is refused.
-    async with running_edge(str(tmp_path), max_dialogs=2, max_call_duration=1.5) as env:
+    # max_dialogs = 2: one call (carrier leg + agent leg) fits, the next is refused, with the
+    # process's one Retry-After (flood.retry_after_seconds).
+    async with running_edge(
+        str(tmp_path), max_dialogs=2, max_call_duration=1.5, flood={"retry_after_seconds": 7}
+    ) as env:
         before = sample("sipedge_sip_limit_hits_total", limit="dialogs")
         async with sipp(agent_args(env, "uas-answer-wait-bye.xml"), workdir=env.workdir) as a:
             await wait_bound(env.agent_port, "udp")
@@ -217,7 +220,7 @@ async def test_at_max_dialogs_a_new_call_gets_503_with_retry_after(tmp_path) -> 
         assert ok(first), first.output
         final = [d for d in got if d.startswith(b"SIP/2.0 503")]
         assert statuses(got)[-1] == 503 and final, got
-        assert b"\r\nRetry-After: 5\r\n" in final[0]
+        assert b"\r\nRetry-After: 7\r\n" in final[0]
         assert sample("sipedge_sip_limit_hits_total", limit="dialogs") == before + 1
         await env.settle()
         assert env.channels_in_use() == 0 and env.edge.active_calls == 0

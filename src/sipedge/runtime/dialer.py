@@ -39,7 +39,6 @@ __all__ = ["Dialer"]
 
 log = logging.getLogger(__name__)
 
-WAKE_KINDS = CALL_SIGNALS
 FLUSH_DELAY = 0.02  # seconds a status change waits for others to share its write
 Resolve = Callable[[GatewayView, str], Awaitable[list[Address]]]
 
@@ -87,6 +86,9 @@ class Dialer:
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if self._flushing is not None:  # the run loop's last flush wrote what it held
+            await self._flushing
+            self._flushing = None
 
     async def flush(self) -> None:
         """Write the status changes queued so far (the call path only queues them)."""
@@ -109,14 +111,13 @@ class Dialer:
 
     async def _flush_soon(self) -> None:
         # Statuses of many calls arrive in bursts: one short wait lets them share a transaction.
+        # A failed write stays queued for the next poll (poll_interval), not a tight retry loop.
         await asyncio.sleep(FLUSH_DELAY)
         await self.flush()
-        if self._updates:  # a write failed: try again after the delay, not in a tight loop
-            self._flushing = asyncio.get_running_loop().create_task(self._flush_soon())
 
     def wake(self, change: Change | None = None) -> None:
         """A ``ChangeNotifier`` subscriber: new calls or hangups to look at now."""
-        if change is None or change.kind in WAKE_KINDS:
+        if change is None or change.kind in CALL_SIGNALS:
             self._wake.set()
 
     def report(self, run_id: str, values: dict[str, Any]) -> None:

@@ -122,7 +122,11 @@ class SipEdge:
         timers = TimerConfig(t1=sip.t1, t2=sip.t2, t4=sip.t4)
         self.agent_peer = await _resolve_once(loop, self.agent_peer)
         layer = TransactionLayer(
-            _Unbound(), config=timers, loop=loop, max_transactions=sip.max_transactions
+            _Unbound(),
+            config=timers,
+            loop=loop,
+            max_transactions=sip.max_transactions,
+            retry_after=self.settings.flood.retry_after_seconds,
         )
         self._layer = layer
         self._udp, self._tcp = await self._bind(sip.host, sip.port, layer)

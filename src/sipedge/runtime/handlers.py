@@ -61,8 +61,6 @@ __all__ = ["EdgeHandler", "render_decision"]
 
 log = logging.getLogger(__name__)
 
-DIALOG_CAP_RETRY_AFTER = 5  # seconds: calls end and free their dialogs within a few seconds
-
 _IN_DIALOG = frozenset({"BYE", "ACK", "CANCEL", "INFO", "UPDATE", "PRACK", "NOTIFY"})
 _ALLOWED = frozenset(m.strip() for m in ALLOW.split(","))
 
@@ -187,16 +185,12 @@ class EdgeHandler:
         if flood is not None and not flood.admit_invite(svc.loop.time()):
             # The global INVITE admission cap: shed load before the process saturates.
             FLOOD_CHILDREN["invite_cap"].inc()
-            busy = respond(request, 503, to_tag=tag, warning=edge_warning("overloaded"))
-            busy.headers.add("Retry-After", str(flood.retry_after))
-            tx.respond(busy)
+            self._overloaded(request, tx, tag)
             return
         cap = self.max_dialogs
         if cap is not None and 2 * (len(svc.live) + 1) > cap:
             LIMIT_CHILDREN[SipLimit.DIALOGS].inc()
-            busy = respond(request, 503, to_tag=tag, warning=edge_warning("overloaded"))
-            busy.headers.add("Retry-After", str(DIALOG_CAP_RETRY_AFTER))
-            tx.respond(busy)
+            self._overloaded(request, tx, tag)
             return
         snapshot = self.snapshots.current
         self.observe(snapshot)
@@ -241,6 +235,12 @@ class EdgeHandler:
             return
         svc.register(call)
         call.start()
+
+    def _overloaded(self, request: Request, tx: ServerTransaction, tag: str) -> None:
+        """503 + Retry-After (the layer's, from flood.retry_after_seconds): try again soon."""
+        busy = respond(request, 503, to_tag=tag, warning=edge_warning("overloaded"))
+        busy.headers.add("Retry-After", str(self.svc.layer.retry_after))
+        tx.respond(busy)
 
     def _report(
         self,

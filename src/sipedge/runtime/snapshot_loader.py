@@ -22,7 +22,7 @@ from sipedge.edge.snapshot import RoutingSnapshot, build_snapshot, empty_snapsho
 from sipedge.runtime.ports import SnapshotSource
 from sipedge.runtime.snapshot_rows import RoutingRows, read_routing_rows
 from sipedge.store.agents import mark_agents_processed
-from sipedge.store.changes import Change, ChangeNotifier
+from sipedge.store.changes import Change, ChangeNotifier, changes_routing
 
 __all__ = ["MarkProcessed", "SnapshotLoader", "SwapCallback", "removed_trunks"]
 
@@ -161,7 +161,7 @@ class SnapshotLoader:
         return unsubscribe
 
     def _on_change(self, change: Change) -> None:
-        if change.routing:  # a queued call or a hangup changes no routing data
+        if changes_routing(change.kind):  # a queued call or a hangup changes no routing data
             self.request_reload()
 
     def request_reload(self) -> None:

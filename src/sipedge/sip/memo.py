@@ -36,5 +36,4 @@ def memoized(
 
     cached.__name__ = parse.__name__.removesuffix("_uncached")
     cached.__doc__ = parse.__doc__
-    cached.cache_clear = table.clear  # type: ignore[attr-defined]
     return cached

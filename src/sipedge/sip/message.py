@@ -207,11 +207,7 @@ class Headers:
         return h
 
     def get(self, name: str) -> str | None:
-        key = canonical_name(name)
-        keys = self._keys
-        if key in keys:
-            return self._items[keys.index(key)][1]
-        return None
+        return self.value_of(canonical_name(name))
 
     def value_of(self, key: str) -> str | None:
         """``get`` for a key that is already canonical (lower case, full form): no name lookup."""
@@ -226,12 +222,11 @@ class Headers:
 
     def get_raw_all(self, name: str) -> list[str]:
         """Every header line's value for ``name``, without comma splitting."""
-        key = canonical_name(name)
-        return [item[1] for k, item in zip(self._keys, self._items, strict=True) if k == key]
+        return self.raw_all_of(canonical_name(name))
 
     def get_all(self, name: str) -> list[str]:
         key = canonical_name(name)
-        values = [item[1] for k, item in zip(self._keys, self._items, strict=True) if k == key]
+        values = self.raw_all_of(key)
         if key not in _LIST_HEADERS:
             return values
         out: list[str] = []

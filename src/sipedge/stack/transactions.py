@@ -201,7 +201,8 @@ class TransactionLayer:
     ) -> None:
         self.tu = tu
         # At this many live transactions (server + client) a new request is refused with a
-        # stateless 503 + Retry-After (sip.max_transactions); None: no cap.
+        # stateless 503 + Retry-After (sip.max_transactions); None: no cap. ``retry_after`` is
+        # the seconds every 503 of this process names (flood.retry_after_seconds).
         self.max_transactions = max_transactions
         self.retry_after = retry_after
         self.config = config or TimerConfig()

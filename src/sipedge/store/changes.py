@@ -28,10 +28,6 @@ class Change:
     trunk_id: str | None
     agent_id: str | None = None
 
-    @property
-    def routing(self) -> bool:
-        return changes_routing(self.kind)
-
 
 ChangeCallback = Callable[[Change], None]
 
