@@ -23,6 +23,7 @@ import pstats
 import re
 import sys
 import time
+import tracemalloc
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -136,13 +137,14 @@ class Peers:
         self.udp = edge.transport("udp")
         self.host, self.port = edge.address
         self.timed = 0.0
+        self.held: list[tuple[bytes, bytes, bytes, bytes]] = []
 
     def feed(self, data: bytes, source: tuple[str, int]) -> None:
         start = time.thread_time()  # CPU time: other load on the core does not count
         self.udp.datagram_received(data, source)  # type: ignore[attr-defined]
         self.timed += time.thread_time() - start
 
-    def call(self, n: int) -> None:
+    def call(self, n: int, *, hang_up: bool = True) -> None:
         edge_uri = f"sip:{NUMBER}@{self.host}:{self.port}".encode()
         call_id = f"bench-{n}@carrier".encode()
         branch = f"z9hG4bK-c{n}".encode()
@@ -171,6 +173,16 @@ class Peers:
         )  # fmt: skip
         self.feed(ack, CARRIER)
         self.wire.take(AGENT, b"ACK ")
+        if not hang_up:
+            self.held.append((contact, common, to_tagged, branch))
+            return
+        self._hang_up(contact, common, to_tagged, branch)
+
+    def hang_up_held(self) -> None:
+        while self.held:
+            self._hang_up(*self.held.pop())
+
+    def _hang_up(self, contact: bytes, common: bytes, to_tagged: bytes, branch: bytes) -> None:
         bye = (
             b"BYE " + contact + b" SIP/2.0\r\n"
             b"Via: SIP/2.0/UDP 127.0.0.1:5070;branch=" + branch + b"b\r\n"
@@ -201,6 +213,13 @@ class Peers:
         return head + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
 
 
+def _synchronous(edge: SipEdge) -> None:
+    """The edge defers its TU callbacks to the loop's ready queue (``defer_tu``); here each
+    datagram's whole work must happen inside ``datagram_received`` to be timed and checked, so
+    run them inline (the deferral itself costs one ``call_soon`` per message)."""
+    edge._layer._defer = False  # type: ignore[union-attr]
+
+
 class _GcClock:
     """Time spent in the cyclic collector (``gc.callbacks``), per generation."""
 
@@ -227,6 +246,7 @@ async def _run(calls: int, rounds: int, profile: bool) -> list[float]:
         activity=_Activity(),
     )
     await edge.start()
+    _synchronous(edge)
     real = edge.transport("udp")._transport  # type: ignore[attr-defined]
     edge.transport("udp")._transport = wire  # type: ignore[attr-defined]
     peers = Peers(edge, wire)
@@ -265,11 +285,67 @@ async def _run(calls: int, rounds: int, profile: bool) -> list[float]:
     return results
 
 
+async def _held(calls: int, top: int) -> None:
+    """Python heap per held (answered, not yet ended) call, by allocation site (tracemalloc)."""
+    wire = _Wire()
+    edge = SipEdge(
+        _settings(),
+        snapshots=_Snapshots(_snapshot()),
+        limiter=ChannelLimiter(),
+        records=_Sink(),
+        activity=_Activity(),
+    )
+    await edge.start()
+    _synchronous(edge)
+    real = edge.transport("udp")._transport  # type: ignore[attr-defined]
+    edge.transport("udp")._transport = wire  # type: ignore[attr-defined]
+    peers = Peers(edge, wire)
+    try:
+        for n in range(200):  # warm-up: memo caches, metric children, lazy imports
+            peers.call(n)
+        gc.collect()
+        tracemalloc.start(4)
+        before = tracemalloc.take_snapshot()
+        base_size = tracemalloc.get_traced_memory()[0]
+        for n in range(1000, 1000 + calls):
+            peers.call(n, hang_up=False)
+        gc.collect()
+        held_size = tracemalloc.get_traced_memory()[0]
+        during = tracemalloc.take_snapshot()
+        peers.hang_up_held()
+        gc.collect()
+        after_size = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        per_call = (held_size - base_size) / calls
+        print(f"held {calls} calls: {per_call / 1024:.2f} KiB of Python heap per call")
+        for stat in during.compare_to(before, "traceback")[:top]:
+            where = " < ".join(
+                f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}" for f in stat.traceback
+            )
+            print(
+                f"  {stat.size_diff / calls:8.0f} B/call {stat.count_diff / calls:6.1f} blocks/call"
+                f"  {where}"
+            )
+        print(
+            f"after hanging up (transactions still in their wait states): "
+            f"{(after_size - base_size) / calls / 1024:.2f} KiB per call still held"
+        )
+    finally:
+        edge.transport("udp")._transport = real  # type: ignore[attr-defined]
+        await edge.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--held",
+        type=int,
+        default=0,
+        help="instead of timing: hold this many answered calls and report heap per call",
+    )
     parser.add_argument(
         "--gc-threshold",
         default=None,
@@ -281,6 +357,9 @@ def main(argv: list[str] | None = None) -> int:
     from sipedge.stack.loop import install_uvloop
 
     install_uvloop()
+    if args.held:
+        asyncio.run(_held(args.held, top=45))
+        return 0
     per_call = asyncio.run(_run(args.calls, args.rounds, args.profile))
     best = min(per_call)
     print(

@@ -144,6 +144,7 @@ async def test_stop_ends_live_calls_with_bye_on_both_legs(tmp_path) -> None:
             ) as c:
                 await env.wait_calls(1)
                 await asyncio.sleep(0.2)  # the carrier's ACK
+                assert_held_call_is_lean(env)
                 await env.edge.stop()
                 carrier = await c.wait(timeout=10)
             agent = await a.wait(timeout=10)
@@ -152,6 +153,21 @@ async def test_stop_ends_live_calls_with_bye_on_both_legs(tmp_path) -> None:
         assert env.channels_in_use() == 0
         record = only_record(env)
         assert (record.decided_by, record.hangup_side) == ("shutdown", "edge")
+
+
+def assert_held_call_is_lean(env) -> None:
+    """An answered, confirmed call keeps its dialogs, not its INVITEs (RFC 6026 Accepted states
+    keep no messages to re-send), and its timers are heap entries, not loop handles."""
+    (call,) = env.edge.services.live.values()
+    assert call.phase.value == "confirmed"
+    for tx in (call.invite_tx, call.agent_tx):
+        assert tx.state.value == "accepted"
+        assert tx.request.body == b"" and "content-type" not in tx.request.headers
+        assert getattr(tx.fsm, "last_response", None) is None
+    # The call points at the transactions' skeletons, not at the full offers.
+    assert call.invite is call.invite_tx.request and call.agent_invite is call.agent_tx.request
+    assert call.carrier.ok is None and call.agent.ok is None  # both ACKs seen / sent
+    assert "max" in call.timers and call.timers._deadlines is env.edge.services.call_deadlines
 
 
 async def test_missing_ack_ends_the_call_after_64_t1(tmp_path) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import uuid
 from datetime import UTC, datetime
 
 from sipedge.edge.codecs import filter_sdp
@@ -37,8 +36,9 @@ from sipedge.runtime.responses import (
 from sipedge.sip.dialog import Dialog, DialogError
 from sipedge.sip.headers import parse_via
 from sipedge.sip.message import Request, Response
+from sipedge.sip.randomness import uuid4
 from sipedge.sip.transaction import TerminationReason, TxState
-from sipedge.stack.transactions import ServerTransaction, SipTransport
+from sipedge.stack.transactions import ClientTransaction, ServerTransaction, SipTransport
 
 __all__ = ["Call", "Phase"]
 
@@ -58,6 +58,30 @@ class Phase(enum.Enum):
 class Call:
     """One bridged inbound call. Created by ``EdgeServices.start_call`` once the pipeline
     accepted the INVITE (holding the channel)."""
+
+    # Slots: a held call's own attributes cost no per-instance dict (subclasses may add one).
+    __slots__ = (
+        "agent",
+        "agent_ack",
+        "agent_invite",
+        "agent_tx",
+        "answered_at",
+        "carrier",
+        "carrier_tag",
+        "deferred_ack",
+        "final_code",
+        "first_response_sent",
+        "invite",
+        "invite_tx",
+        "phase",
+        "route",
+        "run_id",
+        "started_at",
+        "started_mono",
+        "status",
+        "svc",
+        "timers",
+    )
 
     def __init__(
         self,
@@ -80,13 +104,13 @@ class Call:
         self.answered_at: datetime | None = None
         self.final_code: int | None = None
         self.first_response_sent = False
-        self.timers = CallTimers(svc.loop)
+        self.timers = CallTimers(svc.call_deadlines)
         self.invite = invite
         self.invite_tx = tx
         self.carrier_tag = svc.new_tag()
         self.carrier = Leg("carrier", invite.call_id, transport, source)
         agent_transport = svc.agent_transport
-        self.agent = Leg("agent", f"{uuid.uuid4().hex}@sipedge", agent_transport, svc.agent_peer)
+        self.agent = Leg("agent", f"{uuid4().hex}@sipedge", agent_transport, svc.agent_peer)
         self.agent_invite = build_agent_invite(
             route=route,
             run_id=self.run_id,
@@ -100,6 +124,7 @@ class Call:
             max_forwards=invite.max_forwards - 1,
         )
         self.agent_ack: Request | None = None
+        self.agent_tx: ClientTransaction | None = None
         self.deferred_ack = route.late_offer  # late offer: the agent's ACK waits for the carrier's
         self.status = inbound_status(self)  # ringing / in-progress / final, for the webhooks
 
@@ -134,7 +159,7 @@ class Call:
 
     def start(self) -> None:
         self.timers.start("ring", RING_TIMEOUT, self._ring_timeout)
-        self.svc.send(self.agent_invite, self.agent)
+        self.agent_tx = self.svc.send(self.agent_invite, self.agent)
 
     def on_agent_invite_response(self, response: Response) -> None:
         status = response.status
@@ -234,6 +259,15 @@ class Call:
         self.status.answered(ok.status)
         self.send_2xx(self.carrier, self.invite_tx, ok)
         self.timers.start("max", self.svc.max_call_duration, self._max_duration)
+        self._keep_skeletons()
+
+    def _keep_skeletons(self) -> None:
+        """Answered: both INVITE transactions are Accepted and keep only their requests'
+        skeletons (ids, Via, Contact); point at those and let the full offers go, so a held call
+        costs its dialogs, not two INVITEs with SDP."""
+        self.invite = self.invite_tx.request
+        if self.agent_tx is not None:
+            self.agent_invite = self.agent_tx.request
 
     def _ack_agent(self, body: bytes = b"") -> None:
         dialog = self.agent.dialog

@@ -1,7 +1,9 @@
-"""Per-call timers: a few named ``loop.call_later`` handles per call, never one per message.
+"""Per-call timers: a few named deadlines per call (ring bound, 2xx retransmission/ACK wait per
+leg, maximum duration), never one per message; ending the call cancels them all.
 
-A call arms at most a handful at once (ring bound, 2xx retransmission/ACK wait per leg, maximum
-duration); ending the call cancels them all.
+Every call's deadlines live on one process-wide ``DeadlineHeap`` (``call_deadlines``) rather than
+a loop timer handle each: a held call keeps its maximum-duration timer for hours, and a handle
+costs about 1.6 KiB against a heap entry's one tuple.
 """
 
 from __future__ import annotations
@@ -10,45 +12,53 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-__all__ = ["CallTimers"]
+from sipedge.stack.deadlines import DeadlineHeap
+
+__all__ = ["CallTimers", "call_deadlines"]
 
 log = logging.getLogger(__name__)
 
 
-class CallTimers:
-    __slots__ = ("_handles", "_loop")
+def _fire(timers: CallTimers, name: str, now: float) -> None:
+    callback = timers.callbacks.pop(name, None)
+    if callback is None:
+        return
+    try:
+        callback()
+    except Exception:
+        # A timer callback must never take the loop down; the traceback says what broke.
+        log.exception("call timer %s failed", name)
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._handles: dict[str, asyncio.TimerHandle] = {}
+
+def call_deadlines(loop: asyncio.AbstractEventLoop) -> DeadlineHeap[CallTimers]:
+    """The heap a process's calls share (``EdgeServices`` keeps one)."""
+    return DeadlineHeap(loop, _fire)
+
+
+class CallTimers:
+    __slots__ = ("_deadlines", "callbacks", "timers")
+
+    def __init__(self, deadlines: DeadlineHeap[CallTimers]) -> None:
+        self._deadlines = deadlines
+        self.timers: dict[str, int] = {}  # name -> seq of its live heap entry
+        self.callbacks: dict[str, Callable[[], None]] = {}
 
     def start(self, name: str, delay: float, callback: Callable[[], None]) -> None:
         """(Re)arm ``name`` to run ``callback`` after ``delay`` seconds."""
-        old = self._handles.pop(name, None)
-        if old is not None:
-            old.cancel()
-        self._handles[name] = self._loop.call_later(delay, self._fire, name, callback)
+        self.callbacks[name] = callback
+        deadlines = self._deadlines
+        deadlines.arm(self, name, deadlines.now() + delay)
 
     def cancel(self, name: str) -> None:
-        handle = self._handles.pop(name, None)
-        if handle is not None:
-            handle.cancel()
+        if self._deadlines.cancel(self, name):
+            del self.callbacks[name]
 
     def cancel_all(self) -> None:
-        for handle in self._handles.values():
-            handle.cancel()
-        self._handles.clear()
+        self._deadlines.cancel_all(self)
+        self.callbacks.clear()
 
     def __contains__(self, name: object) -> bool:
-        return name in self._handles
+        return name in self.timers
 
     def __len__(self) -> int:
-        return len(self._handles)
-
-    def _fire(self, name: str, callback: Callable[[], None]) -> None:
-        self._handles.pop(name, None)
-        try:
-            callback()
-        except Exception:
-            # A timer callback must never take the loop down; the traceback says what broke.
-            log.exception("call timer %s failed", name)
+        return len(self.timers)

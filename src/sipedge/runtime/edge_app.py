@@ -127,6 +127,7 @@ class SipEdge:
             loop=loop,
             max_transactions=sip.max_transactions,
             retry_after=self.settings.flood.retry_after_seconds,
+            defer_tu=True,
         )
         self._layer = layer
         self._udp, self._tcp = await self._bind(sip.host, sip.port, layer)
@@ -216,6 +217,8 @@ class SipEdge:
             while svc is not None and svc.byes and loop.time() < deadline:
                 await asyncio.sleep(0.02)
             layer.close()
+        if svc is not None:
+            svc.call_deadlines.close()
         for transport in (self._tcp, self._udp):
             if transport is not None:
                 with contextlib.suppress(TransportError):

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
-import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from sipedge.edge.channels import ChannelLimiter
 from sipedge.metrics import active_calls
+from sipedge.runtime.call_timers import call_deadlines
 from sipedge.runtime.messages import via_value
 from sipedge.runtime.ports import ActivitySink, CallRecordSink, CallStatusSink, NoStatuses
 from sipedge.runtime.responses import contact_value
 from sipedge.sip.dialog import Dialog, DialogError
 from sipedge.sip.errors import TransportError
 from sipedge.sip.message import Message, Request, Response
+from sipedge.sip.randomness import token_hex, uuid4
 from sipedge.sip.timers import TimerConfig
 from sipedge.sip.transaction import Address
 from sipedge.sip.uri import SipUri
@@ -91,14 +91,15 @@ class EdgeServices:
         self.live: dict[str, Call] = {}  # run_id -> call
         self.orphans: dict[str, Request] = {}  # agent Call-ID -> ACK of a 2xx after the end
         self.byes: set[ClientTransaction] = set()  # our BYEs not yet answered (stop() waits)
+        self.call_deadlines = call_deadlines(loop)  # every call's CallTimers
 
     # --- addresses -----------------------------------------------------------------------------
 
     def new_tag(self) -> str:
-        return secrets.token_hex(6)
+        return token_hex(6)
 
     def new_run_id(self) -> str:
-        return str(uuid.uuid4())
+        return str(uuid4())
 
     def local_host(self, transport: SipTransport, peer: Address) -> str:
         """Our address as `peer` must see it (the configured one, or the route's source)."""

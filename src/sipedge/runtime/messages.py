@@ -8,6 +8,7 @@ request is copied verbatim except what is parsed and normalised here.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from sipedge.edge.inbound import InboundRoute
@@ -52,6 +53,12 @@ def via_value(transport: str, host: str, port: int, branch: str | None = None) -
     return f"SIP/2.0/{transport} {shown}:{port};branch={branch or default_branch()};rport"
 
 
+@functools.lru_cache(maxsize=1024)
+def _with_user(target: SipUri, number: str) -> SipUri:
+    # One URI per dialled number (the agent target is fixed): not a dataclasses.replace per call.
+    return replace(target, user=number)
+
+
 def build_agent_invite(
     *,
     route: InboundRoute,
@@ -67,7 +74,7 @@ def build_agent_invite(
 ) -> Request:
     """The INVITE towards ``agents.endpoint`` for an accepted inbound call."""
     number = route.number.e164 if route.number.e164.startswith("+") else f"+{route.number.e164}"
-    request_uri = target if target.user is not None else replace(target, user=number)
+    request_uri = target if target.user is not None else _with_user(target, number)
     headers = Headers()
     headers.add("Via", via)
     headers.add("Max-Forwards", str(max(0, min(MAX_FORWARDS, max_forwards))))

@@ -116,7 +116,7 @@ class OutboundCall(Call):
         self.answered_at: datetime | None = None
         self.final_code: int | None = None
         self.first_response_sent = True
-        self.timers = CallTimers(svc.loop)
+        self.timers = CallTimers(svc.call_deadlines)
         self.invite_tx = cast(ServerTransaction, None)  # no carrier INVITE of ours to answer
         self.deferred_ack = False
         self.carrier_tag = svc.new_tag()

@@ -11,16 +11,16 @@ one call leg, so nothing shares it.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import NamedTuple
 
 from sipedge.sip.errors import SipError
-from sipedge.sip.headers import NameAddr, Via
+from sipedge.sip.headers import NameAddr, Via, parse_name_addr, parse_via
 from sipedge.sip.keys import MAGIC_COOKIE
 from sipedge.sip.message import Headers, Message, Request, Response
-from sipedge.sip.uri import SipUri, Uri
+from sipedge.sip.randomness import token_hex
+from sipedge.sip.uri import SipUri, Uri, parse_uri
 
 __all__ = ["Dialog", "DialogError", "DialogId", "default_branch", "dialog_id"]
 
@@ -28,6 +28,7 @@ __all__ = ["Dialog", "DialogError", "DialogId", "default_branch", "dialog_id"]
 # RFC 6665 SUBSCRIBE/NOTIFY); these also carry our Contact when we send them.
 TARGET_REFRESH = frozenset({"INVITE", "UPDATE", "SUBSCRIBE", "NOTIFY", "REFER"})
 MAX_FORWARDS = 70
+_MAX_FORWARDS = str(MAX_FORWARDS)
 
 
 class DialogError(SipError):
@@ -57,7 +58,7 @@ def dialog_id(msg: Message) -> DialogId:
 
 def default_branch() -> str:
     """A fresh RFC 3261 branch: the magic cookie and 64 random bits (§8.1.1.7)."""
-    return MAGIC_COOKIE + secrets.token_hex(8)
+    return MAGIC_COOKIE + token_hex(8)
 
 
 def _contact_uri(msg: Message) -> Uri:
@@ -75,29 +76,98 @@ def _is_secure(request: Request) -> bool:
     return isinstance(uri, SipUri) and uri.scheme == "sips" and request.top_via.transport == "TLS"
 
 
-@dataclass(slots=True)
 class Dialog:
-    call_id: str
-    local_tag: str
-    remote_tag: str
-    local_uri: NameAddr  # our From in requests we send, with our tag
-    remote_uri: NameAddr  # our To in requests we send, with the peer's tag (if any)
-    remote_target: Uri
-    route_set: tuple[NameAddr, ...]
-    local_seq: int  # CSeq of the last request we sent in this dialog
-    remote_seq: int | None  # CSeq of the last request the peer sent; None: none seen yet
-    secure: bool
-    local_via: Via  # our sent-by (transport/host/port/params); a branch is added per request
-    local_contact: NameAddr | None = None  # sent in target-refresh requests
-    early: bool = False
-    invite_seq: int | None = (
-        None  # CSeq number of our last INVITE: the ACK for its 2xx reuses it (§13.2.2.4)
+    """One side's dialog state. What every request we send repeats (From, To, Via, Contact, the
+    remote target) is kept as the header text it renders to, not as parsed values: a held call
+    keeps two dialogs for its whole life, and each request would otherwise re-render them. The
+    parsed views are properties (memoized parsers, so repeated reads cost a dict probe)."""
+
+    __slots__ = (
+        "_contact",
+        "_from",
+        "_target",
+        "_to",
+        "_via",
+        "call_id",
+        "early",
+        "invite_seq",
+        "local_seq",
+        "local_tag",
+        "new_branch",
+        "remote_seq",
+        "remote_tag",
+        "route_set",
+        "secure",
     )
-    new_branch: Callable[[], str] = field(default=default_branch, repr=False)
+
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        local_tag: str,
+        remote_tag: str,
+        local_uri: NameAddr,
+        remote_uri: NameAddr,
+        remote_target: Uri,
+        route_set: tuple[NameAddr, ...],
+        local_seq: int,
+        remote_seq: int | None,
+        secure: bool,
+        local_via: Via,
+        local_contact: NameAddr | None = None,
+        early: bool = False,
+        invite_seq: int | None = None,
+        new_branch: Callable[[], str] = default_branch,
+    ) -> None:
+        self.call_id = call_id
+        self.local_tag = local_tag
+        self.remote_tag = remote_tag
+        self._from = str(local_uri)  # our From in requests we send, with our tag
+        # Our To in requests we send, with the peer's tag (if any).
+        self._to = str(remote_uri.with_tag(remote_tag) if remote_tag else remote_uri)
+        self._target = str(remote_target)
+        self.route_set = route_set
+        self.local_seq = local_seq  # CSeq of the last request we sent in this dialog
+        self.remote_seq = remote_seq  # CSeq of the last request the peer sent; None: none yet
+        self.secure = secure
+        # Our sent-by (transport/host/port/params); a branch is added per request.
+        self._via = str(local_via)
+        self._contact = str(local_contact) if local_contact is not None else None  # target refresh
+        self.early = early
+        # CSeq number of our last INVITE: the ACK for its 2xx reuses it (§13.2.2.4).
+        self.invite_seq = invite_seq
+        self.new_branch = new_branch
+
+    def __repr__(self) -> str:
+        return f"Dialog({self.id!r}, early={self.early})"
 
     @property
     def id(self) -> DialogId:
         return DialogId(self.call_id, self.local_tag, self.remote_tag)
+
+    @property
+    def local_uri(self) -> NameAddr:
+        return parse_name_addr(self._from)
+
+    @property
+    def remote_uri(self) -> NameAddr:
+        return parse_name_addr(self._to)
+
+    @property
+    def remote_target(self) -> Uri:
+        return parse_uri(self._target)
+
+    @remote_target.setter
+    def remote_target(self, uri: Uri) -> None:
+        self._target = str(uri)
+
+    @property
+    def local_via(self) -> Via:
+        return parse_via(self._via)[0]
+
+    @property
+    def local_contact(self) -> NameAddr | None:
+        return parse_name_addr(self._contact) if self._contact is not None else None
 
     @classmethod
     def uac(
@@ -247,20 +317,22 @@ class Dialog:
         branch = self.new_branch()
         if not branch.startswith(MAGIC_COOKIE) or len(branch) <= len(MAGIC_COOKIE):
             raise DialogError("branch generator must return a z9hG4bK branch")
-        hdrs = Headers()
-        hdrs.add(
-            "Via", str(replace(self.local_via, params=(*self.local_via.params, ("branch", branch))))
-        )
-        hdrs.add("Max-Forwards", str(MAX_FORWARDS))
+        items = [("Via", f"{self._via};branch={branch}"), ("Max-Forwards", _MAX_FORWARDS)]
+        keys = ["via", "max-forwards"]
         for route in routes:
-            hdrs.add("Route", route)
-        hdrs.add("From", str(self.local_uri))
-        to = self.remote_uri.with_tag(self.remote_tag) if self.remote_tag else self.remote_uri
-        hdrs.add("To", str(to))
-        hdrs.add("Call-ID", self.call_id)
-        hdrs.add("CSeq", f"{seq} {method}")
-        if method in TARGET_REFRESH and self.local_contact is not None:
-            hdrs.add("Contact", str(self.local_contact))
+            items.append(("Route", route))
+            keys.append("route")
+        items += [
+            ("From", self._from),
+            ("To", self._to),
+            ("Call-ID", self.call_id),
+            ("CSeq", f"{seq} {method}"),
+        ]
+        keys += ["from", "to", "call-id", "cseq"]
+        if method in TARGET_REFRESH and self._contact is not None:
+            items.append(("Contact", self._contact))
+            keys.append("contact")
+        hdrs = Headers._from_parsed(items, keys)
         for name, value in headers:
             hdrs.add(name, value)
         if content_type is not None:
@@ -284,9 +356,8 @@ class Dialog:
 
 
 def _strip_branch(via: Via) -> Via:
-    return replace(
-        via, params=tuple(p for p in via.params if p[0].lower() not in ("branch", "received"))
-    )
+    params = tuple(p for p in via.params if p[0].lower() not in ("branch", "received"))
+    return Via(via.transport, via.host, via.port, params, via.protocol)
 
 
 def _first(items: list[NameAddr]) -> NameAddr | None:

@@ -8,7 +8,7 @@ value. The parsers are memoized (``sip.memo``): equal texts share one parsed val
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from sipedge.sip.errors import SipParseError
 from sipedge.sip.memo import memoized
@@ -191,7 +191,8 @@ class NameAddr:
 
     def with_tag(self, tag: str) -> NameAddr:
         params = tuple(p for p in self.params if p[0].lower() != "tag")
-        return replace(self, params=(*params, ("tag", tag)))
+        # The constructor, not dataclasses.replace (which re-inspects the fields on every call).
+        return NameAddr(self.display_name, self.uri, (*params, ("tag", tag)))
 
     def __str__(self) -> str:
         # Always emit the name-addr form: it is unambiguous whatever the URI contains.
@@ -297,7 +298,7 @@ class Via:
             params.append((key, value))
         if received is not None:
             params.append(("received", received))
-        return replace(self, params=tuple(params))
+        return Via(self.transport, self.host, self.port, tuple(params), self.protocol)
 
     def __str__(self) -> str:
         host = format_host(self.host)

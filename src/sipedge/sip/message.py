@@ -26,7 +26,15 @@ from sipedge.sip.headers import (
 )
 from sipedge.sip.uri import Uri
 
-__all__ = ["COMPACT_FORMS", "Headers", "Message", "Request", "Response", "canonical_name"]
+__all__ = [
+    "COMPACT_FORMS",
+    "Headers",
+    "Message",
+    "Request",
+    "Response",
+    "canonical_name",
+    "request_skeleton",
+]
 
 T = TypeVar("T")
 
@@ -321,9 +329,25 @@ class _Base:
         return value
 
     def _required(self, key: str, name: str) -> str:
-        value = self.headers.value_of(key)
-        if value is None:
+        h = self.headers
+        keys = h._keys
+        if key in keys:
+            return h._items[keys.index(key)][1]
+        raise SipParseError(f"missing {name}", 400)
+
+    def _parsed(self, key: str, name: str, parse: Callable[[str], T]) -> T:
+        # The per-message memo of a single-valued header's parse, flattened: these properties
+        # are read dozens of times per call, so no closure and no extra call layer per read.
+        h = self.headers
+        keys = h._keys
+        if key not in keys:
             raise SipParseError(f"missing {name}", 400)
+        raw = h._items[keys.index(key)][1]
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is raw:  # identity: the header text is unchanged
+            return hit[1]  # type: ignore[return-value]
+        value = parse(raw)
+        self._cache[key] = (raw, value)
         return value
 
     @property
@@ -341,27 +365,27 @@ class _Base:
 
     @property
     def top_via(self) -> Via:
-        raw = self._required("via", "Via")
-        return self._cached("top_via", raw, lambda: parse_via(raw)[0])
+        return self._parsed("via", "Via", _first_via)
 
     @property
     def call_id(self) -> str:
-        return self._required("call-id", "Call-ID")
+        h = self.headers
+        keys = h._keys
+        if "call-id" in keys:
+            return h._items[keys.index("call-id")][1]
+        raise SipParseError("missing Call-ID", 400)
 
     @property
     def cseq(self) -> CSeq:
-        raw = self._required("cseq", "CSeq")
-        return self._cached("cseq", raw, lambda: parse_cseq(raw))
+        return self._parsed("cseq", "CSeq", parse_cseq)
 
     @property
     def from_(self) -> NameAddr:
-        raw = self._required("from", "From")
-        return self._cached("from", raw, lambda: parse_name_addr(raw))
+        return self._parsed("from", "From", parse_name_addr)
 
     @property
     def to(self) -> NameAddr:
-        raw = self._required("to", "To")
-        return self._cached("to", raw, lambda: parse_name_addr(raw))
+        return self._parsed("to", "To", parse_name_addr)
 
     @property
     def contact(self) -> list[NameAddr]:
@@ -459,6 +483,32 @@ class Response(_Base):
 
 
 Message = Request | Response
+
+# What a request's finished transaction (and its dialog's later needs: the 2xx's ACK, an orphan
+# clean-up, RFC 3261 §12.1.2) can still ask of it: its ids, Via, Contact and Route.
+_SKELETON_KEYS = frozenset({"via", "from", "to", "call-id", "cseq", "contact", "route"})
+
+
+def request_skeleton(request: Request) -> Request:
+    """``request`` without its body and other headers: what an INVITE transaction keeps once it
+    is Accepted (RFC 6026), so that a held call does not hold the whole offer for 64*T1.
+
+    Values are shared with ``request``, nothing is re-parsed; names become the one shared
+    display string (the parser's split made a string per line)."""
+    src = request.headers
+    keys: list[str] = []
+    items: list[tuple[str, str]] = []
+    for key, (name, value) in zip(src._keys, src._items, strict=True):
+        if key in _SKELETON_KEYS:
+            keys.append(key)
+            items.append((display_name(key, name), value))
+    return Request(
+        request.method, request.uri, Headers._from_parsed(items, keys), b"", request.version
+    )
+
+
+def _first_via(raw: str) -> Via:
+    return parse_via(raw)[0]
 
 
 def _parse_max_forwards(raw: str) -> int:

@@ -262,7 +262,7 @@ def _parse_request(
     if not items[keys.index("call-id")][1]:
         raise SipParseError("empty Call-ID", 400)
     raw = items[keys.index("via")][1]
-    cache["top_via"] = (raw, parse_via(raw)[0])
+    cache["via"] = (raw, parse_via(raw)[0])
     raw = items[keys.index("from")][1]
     cache["from"] = (raw, parse_name_addr(raw))
     raw = items[keys.index("to")][1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sipedge.sip.message import Headers, Request, Response
+from sipedge.sip.message import Headers, Request, Response, request_skeleton
 from sipedge.sip.timers import (
     TIMER_A,
     TIMER_B,
@@ -126,8 +126,10 @@ class InviteClientTransaction(TransactionBase):
                 self.state = TxState.PROCEEDING
                 return [*self._cancel_timers(TIMER_A, TIMER_B), Deliver(response)]
             if status < 300:
-                # RFC 6026 §8.4: 2xx -> Accepted, Timer M; the TU sends the ACK.
+                # RFC 6026 §8.4: 2xx -> Accepted, Timer M; the TU sends the ACK. Nothing is
+                # retransmitted any more: keep only what the TU may still ask of the request.
                 self.state = TxState.ACCEPTED
+                self.request = request_skeleton(self.request)
                 out = self._cancel_timers(TIMER_A, TIMER_B)
                 out.append(self._start_timer(TIMER_M, now, self.config.timeout))
                 out.append(Deliver(response))

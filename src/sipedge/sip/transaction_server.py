@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sipedge.sip.message import Request, Response
+from sipedge.sip.message import Request, Response, request_skeleton
 from sipedge.sip.timers import TIMER_G, TIMER_H, TIMER_I, TIMER_J, TIMER_L
 from sipedge.sip.transaction import (
     Action,
@@ -101,9 +101,11 @@ class InviteServerTransaction(TransactionBase):
                 self.last_response = response
                 return [Send(response, self.dest)]
             if status < 300:
-                # RFC 6026 §8.5: 2xx -> Accepted with Timer L; the TU retransmits the 2xx.
+                # RFC 6026 §8.5: 2xx -> Accepted with Timer L; the TU retransmits the 2xx, so
+                # the transaction keeps neither it nor the offer (a held call's memory).
                 self.state = TxState.ACCEPTED
-                self.last_response = response
+                self.last_response = None
+                self.request = request_skeleton(self.request)
                 return [
                     Send(response, self.dest),
                     self._start_timer(TIMER_L, now, self.config.timeout),
@@ -190,8 +192,10 @@ class NonInviteServerTransaction(TransactionBase):
             # §17.2.2: a provisional moves Trying to Proceeding.
             self.state = TxState.PROCEEDING
             return out
-        # §17.2.2: a final response -> Completed with Timer J (zero when reliable).
+        # §17.2.2: a final response -> Completed with Timer J (zero when reliable); only the
+        # response is re-sent from now on.
         self.state = TxState.COMPLETED
+        self.request = request_skeleton(self.request)
         delay = self.config.timer_j(self.reliable)
         if delay > 0:
             out.append(self._start_timer(TIMER_J, now, delay))

@@ -6,13 +6,13 @@ Pure functions over messages plus the OSError translation used by every socket c
 from __future__ import annotations
 
 import contextlib
-import secrets
 from collections.abc import Iterator
 
 from sipedge.sip.errors import SipError, TransportError
 from sipedge.sip.headers import Via, split_comma
 from sipedge.sip.message import Request, Response
 from sipedge.sip.parser import error_response
+from sipedge.sip.randomness import token_hex
 
 __all__ = [
     "Address",
@@ -79,7 +79,7 @@ def reply_destination(via: Via, source: Address) -> Address:
 
 def stateless_error_bytes(data: bytes, error: SipError) -> tuple[bytes, Response] | None:
     """The wire form of the stateless error answer to ``data`` (None when nothing is to be sent)."""
-    response = error_response(data, error, to_tag=secrets.token_hex(5))
+    response = error_response(data, error, to_tag=token_hex(5))
     if response is None:
         return None
     return bytes(response), response

@@ -4,9 +4,8 @@ their timers and sends through the transports.
 Shape (see STYLE.md, "What a fast Python SIP path looks like"):
 - no coroutine or task per message or per transaction: transports call ``on_message`` from their
   ``datagram_received``/``data_received`` callbacks and everything runs synchronously from there;
-- one shared deadline heap ticked by a single ``loop.call_at`` handle instead of a timer handle
-  per FSM timer. Cancelling is lazy (a cancelled entry stays in the heap and is skipped when it
-  surfaces; the heap is compacted when stale entries dominate);
+- one shared deadline heap (``stack.deadlines``) ticked by a single ``loop.call_at`` handle
+  instead of a timer handle per FSM timer;
 - the TU is one object with three callbacks (``TransactionUser``).
 
 Stateless parts (RFC 3261 §17, §18): an ACK that matches no transaction (the ACK for a 2xx, its
@@ -17,10 +16,7 @@ retransmissions after Timer M, forks) go to the TU with ``tx=None``.
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import logging
-import secrets
 from collections.abc import Callable
 from typing import Protocol, TypeAlias
 
@@ -36,6 +32,7 @@ from sipedge.sip.keys import (
     server_key,
 )
 from sipedge.sip.message import Message, Request, Response
+from sipedge.sip.randomness import token_hex
 from sipedge.sip.timers import TimerConfig
 from sipedge.sip.transaction import (
     Address,
@@ -57,6 +54,7 @@ from sipedge.sip.transaction import (
 )
 from sipedge.sip.transaction_client import InviteClientTransaction, NonInviteClientTransaction
 from sipedge.sip.transaction_server import InviteServerTransaction, NonInviteServerTransaction
+from sipedge.stack.deadlines import DeadlineHeap
 from sipedge.stack.local_address import advertised_host
 from sipedge.stack.routing import reply_destination, stamp_received
 
@@ -70,13 +68,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-# A timer may fire up to this much before its deadline: the loop's clock resolution would otherwise
-# make us re-arm for the same instant in a tight loop.
-_TIMER_SLACK = 0.001
-# Rebuild the heap when it holds this many times more entries than live timers.
-_COMPACT_RATIO = 4
-_COMPACT_MIN = 256
 
 
 class SipTransport(Protocol):
@@ -198,8 +189,14 @@ class TransactionLayer:
         new_branch: Callable[[], str] | None = None,
         max_transactions: int | None = None,
         retry_after: int = 5,
+        defer_tu: bool = False,
     ) -> None:
         self.tu = tu
+        # defer_tu: TU callbacks run from the loop's ready queue (in order) instead of inside the
+        # transport callback, so every datagram already read gets its transaction-level answer
+        # (100 Trying, a retransmitted response) before any call logic runs; a burst's first
+        # responses do not wait behind the calls' work.
+        self._defer = defer_tu
         # At this many live transactions (server + client) a new request is refused with a
         # stateless 503 + Retry-After (sip.max_transactions); None: no cap. ``retry_after`` is
         # the seconds every 503 of this process names (flood.retry_after_seconds).
@@ -210,12 +207,7 @@ class TransactionLayer:
         self._transports: dict[str, SipTransport] = {}
         self._server: dict[ServerKey | LegacyServerKey, ServerTransaction] = {}
         self._client: dict[ClientKey, ClientTransaction] = {}
-        self._heap: list[tuple[float, int, AnyTransaction, str]] = []
-        self._live_timers = 0
-        self._seq = itertools.count()
-        self._handle: asyncio.TimerHandle | None = None
-        self._handle_at = float("inf")
-        self._ticking = False
+        self._deadlines: DeadlineHeap[AnyTransaction] = DeadlineHeap(self._loop, self._timer_fired)
         self._new_branch = new_branch or default_branch
 
     # --- introspection (tests, metrics) ------------------------------------------------------
@@ -230,13 +222,10 @@ class TransactionLayer:
 
     @property
     def timer_count(self) -> int:
-        return self._live_timers
+        return self._deadlines.live
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        self._heap.clear()
+        self._deadlines.close()
 
     # --- from the transports -----------------------------------------------------------------
 
@@ -286,7 +275,7 @@ class TransactionLayer:
             return
         if request.method == "ACK":
             # §17.2.3 no match: the ACK for a 2xx (or a late ACK); the TU's business.
-            self._stray(request, source, transport)
+            self._to_tu(self._stray, request, source, transport)
             return
         reliable = transport.reliable
         cap = self.max_transactions
@@ -313,7 +302,7 @@ class TransactionLayer:
         (RFC 3261 §21.5.4); the client retries later, retransmissions get the same answer."""
         LIMIT_CHILDREN[SipLimit.TRANSACTIONS].inc()
         via = stamp_received(request, source)
-        busy = build_response(request, 503, "Service Unavailable", to_tag=secrets.token_hex(6))
+        busy = build_response(request, 503, "Service Unavailable", to_tag=token_hex(6))
         busy.headers.add("Retry-After", str(self.retry_after))
         dest = source if transport.reliable else reply_destination(via, source)
         try:
@@ -325,7 +314,7 @@ class TransactionLayer:
         key = client_key(response)
         tx = self._client.get(key) if key is not None else None
         if tx is None:
-            self._stray(response, None, None)
+            self._to_tu(self._stray, response, None, None)
             return
         self._run(tx, Received(response), self._loop.time())
 
@@ -393,18 +382,23 @@ class TransactionLayer:
                 except TransportError as exc:
                     failure = exc.reason
             elif isinstance(action, StartTimer):
-                self._arm(tx, action.name, action.at)
+                self._deadlines.arm(tx, action.name, action.at)
             elif isinstance(action, CancelTimer):
-                if tx.timers.pop(action.name, None) is not None:
-                    self._live_timers -= 1
+                self._deadlines.cancel(tx, action.name)
             elif isinstance(action, Deliver):
-                self._deliver(tx, action.msg)
+                self._to_tu(self._deliver, tx, action.msg)
             elif isinstance(action, Terminated):
                 self._forget(tx)
-                self._notify_terminated(tx, action.reason)
+                self._to_tu(self._notify_terminated, tx, action.reason)
         if failure is not None and not fsm.terminated:
             # Fed after the batch so the FSM sees a consistent state (§17.1.1.2, §17.2.4).
             self._run(tx, TransportFailed(failure), now)
+
+    def _to_tu(self, callback: Callable[..., None], *args: object) -> None:
+        if self._defer:
+            self._loop.call_soon(callback, *args)
+        else:
+            callback(*args)
 
     def _deliver(self, tx: AnyTransaction, msg: Message) -> None:
         # A failing TU must not leave the transaction half-processed (timers unarmed): log the
@@ -436,56 +430,12 @@ class TransactionLayer:
             log.exception("TU failed handling termination (%s)", reason.value)
 
     def _forget(self, tx: AnyTransaction) -> None:
-        self._live_timers -= len(tx.timers)
-        tx.timers.clear()
+        self._deadlines.cancel_all(tx)
         if isinstance(tx, ServerTransaction):
             if self._server.get(tx.key) is tx:
                 del self._server[tx.key]
         elif self._client.get(tx.key) is tx:
             del self._client[tx.key]
 
-    # --- the deadline heap -------------------------------------------------------------------
-
-    def _arm(self, tx: AnyTransaction, name: str, at: float) -> None:
-        seq = next(self._seq)
-        if name not in tx.timers:
-            self._live_timers += 1
-        tx.timers[name] = seq
-        heapq.heappush(self._heap, (at, seq, tx, name))
-        if not self._ticking and at < self._handle_at:
-            self._schedule(at)
-        if len(self._heap) > _COMPACT_MIN and len(self._heap) > _COMPACT_RATIO * self._live_timers:
-            self._compact()
-
-    def _schedule(self, at: float) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-        self._handle = self._loop.call_at(at, self._tick)
-        self._handle_at = at
-
-    def _compact(self) -> None:
-        # In place: _tick may be iterating this very list when a fired timer re-arms.
-        self._heap[:] = [e for e in self._heap if e[2].timers.get(e[3]) == e[1]]
-        heapq.heapify(self._heap)
-
-    def _tick(self) -> None:
-        self._handle = None
-        self._handle_at = float("inf")
-        self._ticking = True
-        heap = self._heap
-        try:
-            now = self._loop.time()
-            while heap and heap[0][0] <= now + _TIMER_SLACK:
-                _, seq, tx, name = heapq.heappop(heap)
-                if tx.timers.get(name) != seq:
-                    continue  # cancelled or re-armed since: a stale entry
-                del tx.timers[name]
-                self._live_timers -= 1
-                self._run(tx, TimerFired(name), now)
-        finally:
-            self._ticking = False
-            # Drop stale heads so the next wake-up is for a live timer.
-            while heap and heap[0][2].timers.get(heap[0][3]) != heap[0][1]:
-                heapq.heappop(heap)
-            if heap:
-                self._schedule(heap[0][0])
+    def _timer_fired(self, tx: AnyTransaction, name: str, now: float) -> None:
+        self._run(tx, TimerFired(name), now)

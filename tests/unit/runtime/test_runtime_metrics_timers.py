@@ -13,7 +13,7 @@ from sipedge.metrics import (
     InboundAction,
     InboundOutcome,
 )
-from sipedge.runtime.call_timers import CallTimers
+from sipedge.runtime.call_timers import CallTimers, call_deadlines
 
 
 def test_every_edge_reason_has_a_bound_metric_child() -> None:
@@ -28,7 +28,7 @@ def test_every_edge_reason_has_a_bound_metric_child() -> None:
 
 async def test_call_timers_fire_replace_and_cancel() -> None:
     loop = asyncio.get_running_loop()
-    timers = CallTimers(loop)
+    timers = CallTimers(call_deadlines(loop))
     fired: list[str] = []
     timers.start("a", 0.01, lambda: fired.append("a1"))
     timers.start("a", 0.02, lambda: fired.append("a2"))  # replaces the first

@@ -171,6 +171,13 @@ def test_invite_2xx_enters_accepted_and_passes_retransmissions_to_the_tu() -> No
     assert not any(isinstance(a, Send) for a in actions)
     assert tx.state is TxState.ACCEPTED
     assert runner.timers == {"M": 64 * T1}
+    # Never re-sent again: only the skeleton the TU may still ask for (ids, Via, Contact) stays.
+    assert tx.request is not req and tx.request.body == b""
+    assert [k for k, _ in tx.request.headers] == [
+        k
+        for k, _ in req.headers
+        if k in ("Via", "Route", "From", "To", "Call-ID", "CSeq", "Contact")
+    ]
     runner.advance(3)
     assert runner.handle(Received(ok)) == [Deliver(ok)]
     assert runner.handle(Received(response(req, 486))) == []  # no non-2xx after a 2xx

@@ -321,3 +321,26 @@ def test_at_max_transactions_a_new_request_gets_a_stateless_503_with_retry_after
         request("ACK", branch="z9hG4bK-tx-9", call_id="c9", to_tag="x"), SRC, transport
     )
     assert len([m for _, m, _ in transport.sent if isinstance(m, Response)]) == 4
+
+
+def test_deferred_tu_sees_every_datagram_answered_first_and_callbacks_in_order() -> None:
+    """defer_tu (the edge's mode): the 100 Trying of each INVITE leaves inside on_message, the
+    TU callbacks wait for the loop's ready queue and run in arrival order."""
+    loop = FakeLoop()
+    queued: list[tuple[Any, tuple[Any, ...]]] = []
+    loop.call_soon = lambda cb, *args: queued.append((cb, args))  # type: ignore[attr-defined]
+    transport = FakeTransport(loop=loop)
+    tu = RecordingTU()
+    layer = TransactionLayer(
+        tu, config=TimerConfig(0.5, 4.0, 5.0), loop=cast(asyncio.AbstractEventLoop, loop),
+        defer_tu=True,
+    )  # fmt: skip
+    layer.on_message(request("INVITE", branch="z9hG4bK-d1"), SRC, transport)
+    layer.on_message(request("OPTIONS", branch="z9hG4bK-d2"), SRC, transport)
+    layer.on_message(request("INVITE", branch="z9hG4bK-d3"), SRC, transport)
+    assert [m.status for _, m, _ in transport.sent] == [100, 100]  # type: ignore[union-attr]
+    assert tu.requests == [] and len(queued) == 3
+    for cb, args in queued:
+        cb(*args)
+    branches = [r.top_via.branch for r, _ in tu.requests]
+    assert branches == ["z9hG4bK-d1", "z9hG4bK-d2", "z9hG4bK-d3"]

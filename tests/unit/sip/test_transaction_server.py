@@ -140,6 +140,10 @@ def test_invite_2xx_accepted_absorbs_invites_passes_acks_and_tu_retransmissions(
     assert runner.handle(SendResponse(ok))[0] == Send(ok, PEER)
     assert tx.state is TxState.ACCEPTED
     assert runner.timers == {"L": 64 * T1}
+    # Nothing is re-sent from Accepted: the offer and the 2xx are let go (a held call's memory).
+    assert tx.last_response is None and tx.request is not req
+    assert tx.request.body == b"" and tx.request.call_id == req.call_id
+    assert tx.request.cseq == req.cseq and tx.request.top_via == req.top_via
     # RFC 6026 §8.6: an INVITE retransmission is absorbed (not answered, not delivered).
     assert runner.handle(Received(request("INVITE"))) == []
     # The TU retransmits its 2xx (RFC 3261 §13.3.1.4): passed to the transport.
