@@ -154,7 +154,7 @@ class EdgeHandler:
             elif isinstance(decision, Reject):
                 tx.respond(render_reject(request, decision, to_tag=tag))
         elif method == "CANCEL":
-            found = self.svc.layer.find_invite(request) is not None
+            found = self.svc.layer.knows_invite(request)
             # §9.2: a CANCEL for an INVITE already answered has no effect but gets its 200.
             tx.respond(respond(request, 200 if found else 481, to_tag=tag))
         elif request.to.tag is not None or method in _IN_DIALOG or method in _ALLOWED:
@@ -290,7 +290,7 @@ class EdgeHandler:
             return
         if method == "CANCEL":
             invite_tx = self.svc.layer.find_invite(request)
-            tx.respond(respond(request, 200 if invite_tx is not None else 481))
+            tx.respond(respond(request, 200 if self.svc.layer.knows_invite(request) else 481))
             if invite_tx is call.invite_tx:
                 call.on_cancel()
             return
@@ -322,12 +322,7 @@ class EdgeHandler:
             self.svc.byes.discard(tx)
         call = self.svc.calls.get(response.call_id)
         if call is None:
-            if (
-                tx is not None
-                and tx.request.method == "INVITE"
-                and 200 <= response.status < 300
-                and response.cseq.method == "INVITE"
-            ):
+            if 200 <= response.status < 300 and response.cseq.method == "INVITE":
                 self.svc.clean_up_orphan(response, tx)
             return
         leg = call.leg_of(response.call_id)
@@ -344,8 +339,6 @@ class EdgeHandler:
         if isinstance(tx, ClientTransaction):
             self.svc.byes.discard(tx)
         if reason is TerminationReason.NORMAL:
-            if isinstance(tx, ClientTransaction) and request.method == "INVITE":
-                self.svc.orphans.pop(request.call_id, None)
             return
         call = self.svc.calls.get(request.call_id)
         if call is None:

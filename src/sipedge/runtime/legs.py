@@ -89,7 +89,9 @@ class EdgeServices:
         self.statuses: CallStatusSink = statuses if statuses is not None else NoStatuses()
         self.calls: dict[str, Call] = {}  # carrier and agent Call-IDs -> call
         self.live: dict[str, Call] = {}  # run_id -> call
-        self.orphans: dict[str, Request] = {}  # agent Call-ID -> ACK of a 2xx after the end
+        # Agent Call-ID -> the ACK of a 2xx after the end, where it went (bounded, cleared when
+        # full: a record outlives its 2xx retransmissions, 64*T1, by design).
+        self.orphans: dict[str, tuple[Request, Address, SipTransport]] = {}
         self.byes: set[ClientTransaction] = set()  # our BYEs not yet answered (stop() waits)
         self.call_deadlines = call_deadlines(loop)  # every call's CallTimers
 
@@ -154,12 +156,16 @@ class EdgeServices:
         if not tx.fsm.terminated:
             self.byes.add(tx)
 
-    def clean_up_orphan(self, response: Response, tx: ClientTransaction) -> None:
-        """An agent 2xx whose call already ended (CANCEL race): ACK it and hang it up."""
+    def clean_up_orphan(self, response: Response, tx: ClientTransaction | None) -> None:
+        """An agent 2xx whose call already ended (CANCEL race): ACK it and hang it up. Its
+        retransmissions (which reach us without their transaction, RFC 6026 Accepted) get the
+        same ACK again."""
         call_id = response.call_id
-        ack = self.orphans.get(call_id)
-        if ack is not None:
-            self._send_raw(ack, tx)
+        known = self.orphans.get(call_id)
+        if known is not None:
+            self._send_raw(*known)
+            return
+        if tx is None:
             return
         try:
             dialog = Dialog.uac(tx.request, response)
@@ -168,12 +174,12 @@ class EdgeServices:
             return
         if len(self.orphans) >= _MAX_ORPHANS:
             self.orphans.clear()
-        self.orphans[call_id] = ack
-        self._send_raw(ack, tx)
+        self.orphans[call_id] = (ack, tx.dest, tx.transport)
+        self._send_raw(ack, tx.dest, tx.transport)
         self.layer.send_request(bye, tx.dest, tx.transport)
 
-    def _send_raw(self, msg: Message, tx: ClientTransaction) -> None:
+    def _send_raw(self, msg: Message, dest: Address, transport: SipTransport) -> None:
         try:
-            self.layer.send_stateless(msg, tx.dest, tx.transport)
+            self.layer.send_stateless(msg, dest, transport)
         except TransportError as exc:
             log.debug("orphan ACK failed: %s", exc.reason)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from sipedge.sip.errors import SipParseError
 from sipedge.sip.headers import (
@@ -33,6 +33,7 @@ __all__ = [
     "Request",
     "Response",
     "canonical_name",
+    "frozen",
     "request_skeleton",
 ]
 
@@ -488,10 +489,31 @@ Message = Request | Response
 # clean-up, RFC 3261 §12.1.2) can still ask of it: its ids, Via, Contact and Route.
 _SKELETON_KEYS = frozenset({"via", "from", "to", "call-id", "cseq", "contact", "route"})
 
+M = TypeVar("M", Request, Response)
+
+
+def _frozen_headers(items: list[tuple[str, str]], keys: list[str]) -> Headers:
+    # Tuples of strings, not lists: the cyclic GC untracks them, so the thousands of transactions
+    # waiting out Timer J/K/L/M (32 s each) cost the collector a few objects each, not dozens.
+    # Read-only by contract (nothing adds headers to a message that was already sent).
+    return Headers._from_parsed(
+        cast(list[tuple[str, str]], tuple(items)), cast(list[str], tuple(keys))
+    )
+
+
+def frozen(msg: M) -> M:
+    """A read-only copy of a sent message, for a transaction that may only re-send it."""
+    src = msg.headers
+    headers = _frozen_headers(src._items, src._keys)
+    if isinstance(msg, Request):
+        return Request(msg.method, msg.uri, headers, msg.body, msg.version)
+    return Response(msg.status, msg.reason, headers, msg.body, msg.version)
+
 
 def request_skeleton(request: Request) -> Request:
-    """``request`` without its body and other headers: what an INVITE transaction keeps once it
-    is Accepted (RFC 6026), so that a held call does not hold the whole offer for 64*T1.
+    """``request`` without its body and other headers, read-only: what a transaction keeps once
+    nothing is re-sent from it (RFC 6026 Accepted, Timer J/K), so that a held call does not hold
+    the whole offer for 64*T1.
 
     Values are shared with ``request``, nothing is re-parsed; names become the one shared
     display string (the parser's split made a string per line)."""
@@ -502,9 +524,7 @@ def request_skeleton(request: Request) -> Request:
         if key in _SKELETON_KEYS:
             keys.append(key)
             items.append((display_name(key, name), value))
-    return Request(
-        request.method, request.uri, Headers._from_parsed(items, keys), b"", request.version
-    )
+    return Request(request.method, request.uri, _frozen_headers(items, keys), b"", request.version)
 
 
 def _first_via(raw: str) -> Via:

@@ -165,6 +165,13 @@ class TransactionBase:
     def terminated(self) -> bool:
         return self.state is TxState.TERMINATED
 
+    def retirement(self) -> tuple[bool, bytes | None] | None:
+        """When only a wait for the last timer is left (nothing more is sent on its own):
+        ``(passes_up, resend)`` -- whether an ACK / 2xx retransmission still goes to the TU, and
+        the bytes every matching retransmission is answered with (None: absorbed). None while
+        the transaction still has work of its own."""
+        return None
+
     def _start_timer(self, name: str, now: float, delay: float) -> StartTimer:
         if name not in self._armed:
             self._armed = (*self._armed, name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sipedge.sip.message import Headers, Request, Response, request_skeleton
+from sipedge.sip.message import Headers, Request, Response, frozen, request_skeleton
 from sipedge.sip.timers import (
     TIMER_A,
     TIMER_B,
@@ -68,6 +68,13 @@ class InviteClientTransaction(TransactionBase):
 
     _interval: float = 0.0  # current Timer A interval
     _ack: Request | None = None  # the ACK we sent for a non-2xx, re-sent on retransmissions
+
+    def retirement(self) -> tuple[bool, bytes | None] | None:
+        if self.state is TxState.ACCEPTED:
+            return True, None  # RFC 6026 §8.4: 2xx retransmissions go to the TU until Timer M
+        if self.state is TxState.COMPLETED and self._ack is not None:
+            return False, bytes(self._ack)  # §17.1.1.2: the ACK again, until Timer D
+        return None
 
     def handle(self, event: Event, now: float) -> list[Action]:
         state = self.state
@@ -137,7 +144,8 @@ class InviteClientTransaction(TransactionBase):
             # §17.1.1.2: 300-699 -> Completed: ACK it (§17.1.1.3), pass it up, Timer D
             # (zero over a reliable transport: straight to Terminated).
             self.state = TxState.COMPLETED
-            self._ack = build_ack_for_non2xx(self.request, response)
+            self._ack = frozen(build_ack_for_non2xx(self.request, response))
+            self.request = request_skeleton(self.request)  # only the ACK is re-sent from now on
             out = self._cancel_timers(TIMER_A, TIMER_B)
             out.append(Send(self._ack, self.dest))
             out.append(Deliver(response))
@@ -162,6 +170,11 @@ class NonInviteClientTransaction(TransactionBase):
     """RFC 3261 Figure 6."""
 
     _interval: float = 0.0  # current Timer E interval
+
+    def retirement(self) -> tuple[bool, bytes | None] | None:
+        if self.state is TxState.COMPLETED:
+            return False, None  # §17.1.2.2: absorb response retransmissions until Timer K
+        return None
 
     def handle(self, event: Event, now: float) -> list[Action]:
         state = self.state
@@ -217,7 +230,9 @@ class NonInviteClientTransaction(TransactionBase):
             self.state = TxState.PROCEEDING
             return [Deliver(response)]
         # §17.1.2.2: a final response -> Completed, to the TU, Timer K (zero when reliable).
+        # Nothing is re-sent any more: keep the request's skeleton only.
         self.state = TxState.COMPLETED
+        self.request = request_skeleton(self.request)
         out = self._cancel_timers(TIMER_E, TIMER_F)
         out.append(Deliver(response))
         delay = self.config.timer_k(self.reliable)

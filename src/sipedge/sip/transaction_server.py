@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sipedge.sip.message import Request, Response, request_skeleton
+from sipedge.sip.message import Request, Response, frozen, request_skeleton
 from sipedge.sip.timers import TIMER_G, TIMER_H, TIMER_I, TIMER_J, TIMER_L
 from sipedge.sip.transaction import (
     Action,
@@ -56,6 +56,13 @@ class InviteServerTransaction(TransactionBase):
         if isinstance(event, Received) and isinstance(event.msg, Request):
             return self._on_request(event.msg, now)
         return []
+
+    def retirement(self) -> tuple[bool, bytes | None] | None:
+        if self.state is TxState.ACCEPTED:
+            return True, None  # RFC 6026 §8.6/§8.7: absorb INVITEs, pass ACKs up
+        if self.state is TxState.CONFIRMED:
+            return False, None  # §17.2.1: absorb ACK retransmissions until Timer I
+        return None
 
     def _start(self) -> list[Action]:
         # §17.2.1: enter Proceeding, pass the INVITE to the TU, answer 100 Trying (at once, see
@@ -113,7 +120,8 @@ class InviteServerTransaction(TransactionBase):
             # §17.2.1: 300-699 -> Completed; Timer G (T1, unreliable only) retransmits it and
             # Timer H (64*T1) bounds the wait for the ACK.
             self.state = TxState.COMPLETED
-            self.last_response = response
+            self.last_response = frozen(response)
+            self.request = request_skeleton(self.request)
             out: list[Action] = [Send(response, self.dest)]
             if not self.reliable:
                 self._interval = self.config.t1
@@ -152,6 +160,11 @@ class NonInviteServerTransaction(TransactionBase):
     """RFC 3261 Figure 8."""
 
     last_response: Response | None = None
+
+    def retirement(self) -> tuple[bool, bytes | None] | None:
+        if self.state is TxState.COMPLETED and self.last_response is not None:
+            return False, bytes(self.last_response)  # §17.2.2: re-sent until Timer J
+        return None
 
     def handle(self, event: Event, now: float) -> list[Action]:
         state = self.state
@@ -196,6 +209,7 @@ class NonInviteServerTransaction(TransactionBase):
         # response is re-sent from now on.
         self.state = TxState.COMPLETED
         self.request = request_skeleton(self.request)
+        self.last_response = frozen(response)
         delay = self.config.timer_j(self.reliable)
         if delay > 0:
             out.append(self._start_timer(TIMER_J, now, delay))

@@ -57,6 +57,7 @@ from sipedge.sip.transaction_server import InviteServerTransaction, NonInviteSer
 from sipedge.stack.deadlines import DeadlineHeap
 from sipedge.stack.local_address import advertised_host
 from sipedge.stack.routing import reply_destination, stamp_received
+from sipedge.stack.wait_records import WaitRecord, WaitRecords
 
 __all__ = [
     "AnyTransaction",
@@ -88,6 +89,10 @@ class SipTransport(Protocol):
 
     def send_message(self, msg: Message, dest: Address) -> None:
         """Send, raising ``TransportError`` on a fatal failure."""
+        ...
+
+    def send(self, data: bytes, dest: Address) -> None:
+        """Send bytes already serialised (a retired transaction's answer to a retransmission)."""
         ...
 
 
@@ -208,17 +213,21 @@ class TransactionLayer:
         self._server: dict[ServerKey | LegacyServerKey, ServerTransaction] = {}
         self._client: dict[ClientKey, ClientTransaction] = {}
         self._deadlines: DeadlineHeap[AnyTransaction] = DeadlineHeap(self._loop, self._timer_fired)
+        # Transactions that only wait out their last timer, as plain records (stack.wait_records).
+        self._waiting = WaitRecords(self._loop)
+        self._wait_transports: dict[str, SipTransport] = {}
         self._new_branch = new_branch or default_branch
 
     # --- introspection (tests, metrics) ------------------------------------------------------
 
     @property
     def server_count(self) -> int:
-        return len(self._server)
+        """Server transactions, those waiting out their last timer included."""
+        return len(self._server) + len(self._waiting.server)
 
     @property
     def client_count(self) -> int:
-        return len(self._client)
+        return len(self._client) + len(self._waiting.client)
 
     @property
     def timer_count(self) -> int:
@@ -226,6 +235,7 @@ class TransactionLayer:
 
     def close(self) -> None:
         self._deadlines.close()
+        self._waiting.close()
 
     # --- from the transports -----------------------------------------------------------------
 
@@ -273,13 +283,22 @@ class TransactionLayer:
         if tx is not None:
             self._run(tx, Received(request), now)
             return
+        waiting = self._waiting.server.get(key)
+        if waiting is not None:
+            _, passes_up, resend, dest, transport_name = waiting
+            if request.method == "ACK":
+                if passes_up:  # RFC 6026 §8.7: the ACK of the 2xx is the TU's
+                    self._to_tu(self._stray, request, source, transport)
+            elif resend is not None:  # §17.2.2: a retransmission gets the final response again
+                self._resend(resend, dest, transport_name)
+            return
         if request.method == "ACK":
             # §17.2.3 no match: the ACK for a 2xx (or a late ACK); the TU's business.
             self._to_tu(self._stray, request, source, transport)
             return
         reliable = transport.reliable
         cap = self.max_transactions
-        if cap is not None and len(self._server) + len(self._client) >= cap:
+        if cap is not None and self.server_count + self.client_count >= cap:
             self._refuse_over_cap(request, source, transport)
             return
         # RFC 3261 §18.2.1 / RFC 3581 §4: record received/rport in the top Via before a response
@@ -314,6 +333,14 @@ class TransactionLayer:
         key = client_key(response)
         tx = self._client.get(key) if key is not None else None
         if tx is None:
+            waiting = self._waiting.client.get(key) if key is not None else None
+            if waiting is not None:
+                _, passes_up, resend, dest, transport_name = waiting
+                if response.status >= 300 and resend is not None:
+                    self._resend(resend, dest, transport_name)  # §17.1.1.2: the ACK again
+                elif 200 <= response.status < 300 and passes_up:
+                    self._to_tu(self._stray, response, None, None)  # RFC 6026 §8.4
+                return
             self._to_tu(self._stray, response, None, None)
             return
         self._run(tx, Received(response), self._loop.time())
@@ -358,9 +385,15 @@ class TransactionLayer:
         transport.send_message(msg, dest)
 
     def find_invite(self, cancel: Request) -> ServerTransaction | None:
-        """The INVITE server transaction a CANCEL targets (RFC 3261 §9.2), if it still exists."""
+        """The INVITE server transaction a CANCEL targets (RFC 3261 §9.2), if it still works."""
         key = cancel_target_key(cancel)
         return self._server.get(key) if key is not None else None
+
+    def knows_invite(self, cancel: Request) -> bool:
+        """Whether the INVITE a CANCEL targets still has a transaction, working or waiting out
+        its last timer (§9.2: 200 to the CANCEL, else 481)."""
+        key = cancel_target_key(cancel)
+        return key is not None and (key in self._server or key in self._waiting.server)
 
     def via_value(
         self, transport: SipTransport, branch: str | None = None, *, dest: Address | None = None
@@ -375,6 +408,9 @@ class TransactionLayer:
     def _run(self, tx: AnyTransaction, event: Event, now: float) -> None:
         fsm = tx.fsm
         failure: str | None = None
+        # Timers started in this batch are armed after it: a transaction that is left with only
+        # its last wait retires to a record instead, and its timer never touches the heap.
+        starts: dict[str, float] = {}
         for action in fsm.handle(event, now):
             if isinstance(action, Send):
                 try:
@@ -382,17 +418,57 @@ class TransactionLayer:
                 except TransportError as exc:
                     failure = exc.reason
             elif isinstance(action, StartTimer):
-                self._deadlines.arm(tx, action.name, action.at)
+                starts.pop(action.name, None)  # re-armed: keep the order of the latest
+                starts[action.name] = action.at
             elif isinstance(action, CancelTimer):
-                self._deadlines.cancel(tx, action.name)
+                if starts.pop(action.name, None) is None:
+                    self._deadlines.cancel(tx, action.name)
             elif isinstance(action, Deliver):
                 self._to_tu(self._deliver, tx, action.msg)
             elif isinstance(action, Terminated):
+                starts.clear()
                 self._forget(tx)
                 self._to_tu(self._notify_terminated, tx, action.reason)
+        if starts:
+            retirement = fsm.retirement() if failure is None and len(starts) == 1 else None
+            if retirement is not None:
+                (until,) = starts.values()
+                self._retire(tx, until, *retirement)
+                return
+            for name, at in starts.items():
+                self._deadlines.arm(tx, name, at)
         if failure is not None and not fsm.terminated:
             # Fed after the batch so the FSM sees a consistent state (§17.1.1.2, §17.2.4).
             self._run(tx, TransportFailed(failure), now)
+
+    def _retire(
+        self, tx: AnyTransaction, until: float, passes_up: bool, resend: bytes | None
+    ) -> None:
+        """Only the wait for ``until`` is left: keep a record instead of the transaction. The TU
+        hears of its (normal) end now: nothing it could do to it would be sent any more, but a
+        2xx it retransmits itself (RFC 6026) still goes out through the object it holds."""
+        live = (
+            self._server.get(tx.key) is tx
+            if isinstance(tx, ServerTransaction)
+            else self._client.get(tx.key) is tx
+        )
+        if not live:
+            return  # already forgotten (the TU re-sent a 2xx through a retired transaction)
+        name = tx.transport.name
+        self._wait_transports.setdefault(name, tx.transport)
+        self._forget(tx)
+        record = WaitRecord(until, passes_up, resend, tx.fsm.dest, name)
+        self._waiting.add(isinstance(tx, ServerTransaction), tx.key, record)
+        self._to_tu(self._notify_terminated, tx, TerminationReason.NORMAL)
+
+    def _resend(self, data: bytes, dest: Address, transport_name: str) -> None:
+        transport = self._wait_transports.get(transport_name)
+        if transport is None:
+            return
+        try:
+            transport.send(data, dest)
+        except TransportError as exc:
+            log.debug("re-send to %s failed: %s", dest, exc.reason)
 
     def _to_tu(self, callback: Callable[..., None], *args: object) -> None:
         if self._defer:

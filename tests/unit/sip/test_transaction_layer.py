@@ -12,6 +12,7 @@ from transaction_fixtures import request, response
 
 from sipedge.sip.errors import TransportError
 from sipedge.sip.message import Message, Request, Response
+from sipedge.sip.parser import parse_message
 from sipedge.sip.timers import TimerConfig
 from sipedge.sip.transaction import Address, TerminationReason, TxState, build_response
 from sipedge.stack.transactions import (
@@ -73,6 +74,10 @@ class FakeTransport:
         if self.fail:
             raise TransportError("unreachable")
         self.sent.append((self.loop.now if self.loop else 0.0, msg, dest))
+
+    def send(self, data: bytes, dest: Address) -> None:
+        msg = parse_message(data)
+        self.send_message(msg, dest)
 
 
 @dataclass
@@ -219,9 +224,10 @@ def test_tu_answering_inside_the_callback_and_heap_compaction() -> None:
     tu.auto_status = 200
     for i in range(400):
         layer.on_message(request("OPTIONS", branch=f"z9hG4bK-n{i}"), SRC, transport)
-    # 400 transactions each with J armed; everything answered synchronously.
-    assert layer.server_count == 400 and layer.timer_count == 400
-    assert len(loop.pending()) == 1
+    # 400 transactions answered synchronously, each now only waiting out Timer J: kept as
+    # records (stack.wait_records), no FSM timer left, one loop handle for their expiry.
+    assert layer.server_count == 400 and layer.timer_count == 0
+    assert len(loop.pending()) == 1  # the records' sweep; their timers never reached the heap
     loop.advance(33)
     assert layer.server_count == 0 and layer.timer_count == 0 and loop.pending() == []
 
@@ -344,3 +350,56 @@ def test_deferred_tu_sees_every_datagram_answered_first_and_callbacks_in_order()
         cb(*args)
     branches = [r.top_via.branch for r, _ in tu.requests]
     assert branches == ["z9hG4bK-d1", "z9hG4bK-d2", "z9hG4bK-d3"]
+
+
+def test_a_retired_non_invite_server_answers_retransmissions_from_its_record() -> None:
+    layer, loop, transport, tu = make()
+    tu.auto_status = 200
+    layer.on_message(request("BYE", branch="z9hG4bK-r"), SRC, transport)
+    assert tu.ended and tu.ended[-1][1] is TerminationReason.NORMAL  # retired at once
+    first = bytes(transport.sent[-1][1])
+    loop.advance(10)
+    layer.on_message(request("BYE", branch="z9hG4bK-r"), SRC, transport)  # retransmission
+    assert len(tu.requests) == 1  # not a new transaction
+    assert bytes(transport.sent[-1][1]) == first and transport.sent[-1][0] == 10
+    loop.advance(64 * 0.5 + 0.01)  # Timer J: the record is gone
+    assert layer.server_count == 0 and loop.pending() == []
+    layer.on_message(request("BYE", branch="z9hG4bK-r"), SRC, transport)
+    assert len(tu.requests) == 2  # now it is new again
+
+
+def test_a_retired_accepted_invite_absorbs_invites_and_passes_its_ack_up() -> None:
+    layer, _loop, transport, tu = make()
+    layer.on_message(request("INVITE", branch="z9hG4bK-a"), SRC, transport)
+    _, tx = tu.requests[0]
+    assert tx is not None
+    tx.respond(build_response(tx.request, 200, "OK", to_tag="uas"))
+    sent = len(transport.sent)
+    layer.on_message(request("INVITE", branch="z9hG4bK-a"), SRC, transport)
+    assert len(transport.sent) == sent and len(tu.requests) == 1  # absorbed (RFC 6026 §8.6)
+    ack = request("ACK", branch="z9hG4bK-a", to_tag="uas")
+    layer.on_message(ack, SRC, transport)
+    assert tu.requests[-1] == (ack, None)  # up to the TU (§8.7), as a stray ACK
+    # The TU's own 2xx retransmissions still leave through the object it holds.
+    tx.respond(build_response(tx.request, 200, "OK", to_tag="uas"))
+    assert len(transport.sent) == sent + 1
+
+
+def test_a_retired_invite_client_re_sends_its_ack_and_passes_2xx_up() -> None:
+    layer, loop, transport, tu = make()
+    dest = ("203.0.113.5", 5060)
+    rejected = layer.send_request(request("INVITE", branch="z9hG4bK-cl1"), dest, transport)
+    busy = response(rejected.request, 486, "Busy")
+    layer.on_message(busy, dest, transport)
+    ack = bytes(transport.sent[-1][1])
+    assert ack.startswith(b"ACK ")
+    layer.on_message(busy, dest, transport)  # retransmitted final: the ACK again (§17.1.1.2)
+    assert bytes(transport.sent[-1][1]) == ack and len(tu.responses) == 1
+    answered = layer.send_request(request("INVITE", branch="z9hG4bK-cl2"), dest, transport)
+    ok = response(answered.request, 200, "OK")
+    layer.on_message(ok, dest, transport)
+    layer.on_message(ok, dest, transport)  # retransmission: to the TU (RFC 6026 §8.4)
+    assert tu.responses[-2] == (ok, answered) and tu.responses[-1] == (ok, None)
+    assert layer.client_count == 2
+    loop.advance(40)
+    assert layer.client_count == 0
