@@ -61,6 +61,7 @@ class Call:
 
     # Slots: a held call's own attributes cost no per-instance dict (subclasses may add one).
     __slots__ = (
+        "_caller",
         "agent",
         "agent_ack",
         "agent_invite",
@@ -108,6 +109,7 @@ class Call:
         self.invite = invite
         self.invite_tx = tx
         self.carrier_tag = svc.new_tag()
+        self._caller = caller_number(invite.from_)  # read for the agent, the status and the record
         self.carrier = Leg("carrier", invite.call_id, transport, source)
         agent_transport = svc.agent_transport
         self.agent = Leg("agent", f"{uuid4().hex}@sipedge", agent_transport, svc.agent_peer)
@@ -119,7 +121,7 @@ class Call:
             contact=svc.contact(agent_transport, svc.agent_peer),
             call_id=self.agent.call_id,
             from_tag=svc.new_tag(),
-            caller=caller_number(invite.from_),
+            caller=self._caller,
             local_host=svc.local_host(agent_transport, svc.agent_peer),
             max_forwards=invite.max_forwards - 1,
         )
@@ -138,7 +140,7 @@ class Call:
 
     @property
     def from_number(self) -> str:
-        return caller_number(self.invite.from_)
+        return self._caller
 
     def leg_of(self, call_id: str) -> Leg:
         return self.carrier if call_id == self.carrier.call_id else self.agent

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sipedge.sip.message import Headers, Request, Response, frozen, request_skeleton
+from sipedge.sip.message import Headers, Request, Response, request_skeleton
 from sipedge.sip.timers import (
     TIMER_A,
     TIMER_B,
@@ -144,8 +144,7 @@ class InviteClientTransaction(TransactionBase):
             # §17.1.1.2: 300-699 -> Completed: ACK it (§17.1.1.3), pass it up, Timer D
             # (zero over a reliable transport: straight to Terminated).
             self.state = TxState.COMPLETED
-            self._ack = frozen(build_ack_for_non2xx(self.request, response))
-            self.request = request_skeleton(self.request)  # only the ACK is re-sent from now on
+            self._ack = build_ack_for_non2xx(self.request, response)
             out = self._cancel_timers(TIMER_A, TIMER_B)
             out.append(Send(self._ack, self.dest))
             out.append(Deliver(response))
@@ -230,9 +229,7 @@ class NonInviteClientTransaction(TransactionBase):
             self.state = TxState.PROCEEDING
             return [Deliver(response)]
         # §17.1.2.2: a final response -> Completed, to the TU, Timer K (zero when reliable).
-        # Nothing is re-sent any more: keep the request's skeleton only.
         self.state = TxState.COMPLETED
-        self.request = request_skeleton(self.request)
         out = self._cancel_timers(TIMER_E, TIMER_F)
         out.append(Deliver(response))
         delay = self.config.timer_k(self.reliable)

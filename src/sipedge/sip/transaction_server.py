@@ -205,11 +205,8 @@ class NonInviteServerTransaction(TransactionBase):
             # §17.2.2: a provisional moves Trying to Proceeding.
             self.state = TxState.PROCEEDING
             return out
-        # §17.2.2: a final response -> Completed with Timer J (zero when reliable); only the
-        # response is re-sent from now on.
+        # §17.2.2: a final response -> Completed with Timer J (zero when reliable).
         self.state = TxState.COMPLETED
-        self.request = request_skeleton(self.request)
-        self.last_response = frozen(response)
         delay = self.config.timer_j(self.reliable)
         if delay > 0:
             out.append(self._start_timer(TIMER_J, now, delay))

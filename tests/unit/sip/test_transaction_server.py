@@ -228,7 +228,6 @@ def test_non_invite_server_completed_resends_final_until_timer_j(status: int) ->
     runner.advance(10)
     [resent] = runner.handle(Received(req))
     assert isinstance(resent, Send) and resent.dest == PEER and bytes(resent.msg) == bytes(final)
-    assert tx.request.body == b"" and tx.request is not req  # only the skeleton is kept
     assert runner.handle(SendResponse(answer(req, 500))) == []  # later TU answers discarded
     runner.advance(64 * T1 - 0.001)
     assert runner.terminated is None
