@@ -8,11 +8,14 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
     create_async_engine,
 )
+
+from sipedge.store.sqlite_driver import one_hop_dbapi
 
 # aiosqlite logs every statement with its parameters at DEBUG, which would put trunk passwords in
 # the log whenever logging.level is DEBUG: its logger never goes below INFO.
@@ -49,17 +52,26 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def make_engine(url: str, *, echo: bool = False) -> AsyncEngine:
-    """An async engine for a plain or async database URL (SQLite: foreign keys on, WAL)."""
+    """An async engine for a plain or async database URL (SQLite: foreign keys on, WAL, and one
+    thread hop per statement through `sqlite_driver`)."""
     target = async_url(url)
+    sqlite = target.get_backend_name() == "sqlite"
+    options: dict[str, Any] = {"module": one_hop_dbapi()} if sqlite else {}
     engine = create_async_engine(
         target,
         echo=echo,
         hide_parameters=True,  # a failed statement must never carry a trunk password into a log
-        pool_pre_ping=target.get_backend_name() != "sqlite",
+        pool_pre_ping=not sqlite,
+        **options,
     )
-    if target.get_backend_name() == "sqlite":
+    if sqlite:
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
+
+
+# What the hot paths' store functions execute on: an ORM session, or a plain connection where
+# the ORM's per-statement bookkeeping is not needed (`POST /call`, `GET /call/{run_id}`).
+Executor = AsyncSession | AsyncConnection
 
 
 def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
