@@ -38,6 +38,7 @@ class HttpSettings(_Section):
     port: int = Field(default=8080, ge=1, le=65535)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     rate_limit_per_minute: int = Field(default=600, ge=0)
+    token_cache_seconds: float = Field(default=2.0, ge=0, le=60)
 
 
 class SipSettings(_Section):

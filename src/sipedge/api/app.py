@@ -27,6 +27,7 @@ from sipedge.api.routers import (
 from sipedge.config import Settings
 from sipedge.store.changes import ChangeNotifier
 from sipedge.store.db import make_engine, make_session_factory
+from sipedge.store.token_cache import TokenCache
 
 
 def _no_calls(_trunk_id: str) -> int:
@@ -65,6 +66,7 @@ def create_app(
         notifier=notifier if notifier is not None else ChangeNotifier(),
         active_calls=active_calls if active_calls is not None else _no_calls,
         rate_limiter=SlidingWindowLimiter(settings.http.rate_limit_per_minute, window=60.0),
+        tokens=TokenCache(settings.http.token_cache_seconds),
         applied=applied,
     )
 
@@ -85,7 +87,8 @@ def create_app(
     )
     app.state.services = services
     install_error_handlers(app)
-    for module in (health, trunks, gateways, carrier_ips, numbers, calls, agents, outbound):
+    # Routes are matched in order: the hot outbound-call paths go first (no path overlaps).
+    for module in (health, outbound, trunks, gateways, carrier_ips, numbers, calls, agents):
         app.include_router(module.router)
     app.add_middleware(BodySizeLimit, max_body_bytes=settings.http.max_body_bytes)
     return app

@@ -17,8 +17,10 @@ from sipedge.api.gateway_resolver import GatewayResolver
 from sipedge.api.rate_limit import SlidingWindowLimiter, token_key
 from sipedge.config import Settings
 from sipedge.store.changes import ChangeNotifier, changes_routing
+from sipedge.store.db import Executor
 from sipedge.store.ownership import Principal
-from sipedge.store.tokens import authenticate
+from sipedge.store.token_cache import TokenCache
+from sipedge.store.tokens import authenticate, hash_token, token_is_plausible
 from sipedge.store.types import utcnow
 
 
@@ -33,6 +35,7 @@ class Services:
     notifier: ChangeNotifier
     active_calls: Callable[[str], int]
     rate_limiter: SlidingWindowLimiter = field(default_factory=lambda: SlidingWindowLimiter(0))
+    tokens: TokenCache = field(default_factory=lambda: TokenCache(0))  # verified tokens
     clock: Callable[[], float] = time.monotonic
     now: Callable[[], datetime] = utcnow  # wall clock (UTC) for call scheduling; tests inject
     # Awaited after each committed write: in `serve`, until the SIP edge runs on the new data.
@@ -40,7 +43,7 @@ class Services:
 
     async def commit(
         self,
-        session: AsyncSession,
+        session: Executor,
         *,
         kind: str,
         trunk_id: str | None,
@@ -53,9 +56,15 @@ class Services:
             await self.applied()
 
 
-def get_services(request: Request) -> Services:
+def services_of(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
+
+
+async def get_services(request: Request) -> Services:
+    # `async def`, not `def`: FastAPI runs a plain-function dependency in its thread pool, a
+    # thread hop per request for an attribute read.
+    return services_of(request)
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
@@ -74,17 +83,23 @@ _UNAUTHORIZED = {"WWW-Authenticate": "Bearer"}
 
 async def get_principal(
     request: Request,
-    session: SessionDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise ApiError(401, "missing bearer token", _UNAUTHORIZED)
     # Per-token rate limit (http.rate_limit_per_minute), before the token costs a DB lookup.
-    services = get_services(request)
-    wait = services.rate_limiter.hit(token_key(credentials.credentials), services.clock())
-    if wait is not None:
-        raise ApiError(429, "rate limit exceeded", {"Retry-After": str(wait)})
-    principal = await authenticate(session, credentials.credentials)
+    services = services_of(request)
+    if services.rate_limiter.limit:
+        wait = services.rate_limiter.hit(token_key(credentials.credentials), services.clock())
+        if wait is not None:
+            raise ApiError(429, "rate limit exceeded", {"Retry-After": str(wait)})
+    token = credentials.credentials
+    principal = services.tokens.get(hash_token(token)) if token_is_plausible(token) else None
+    if principal is None:
+        # A token verified in the last `http.token_cache_seconds` needs no session at all; any
+        # other is looked up in a short session of its own (the endpoint's may not exist).
+        async with services.sessions() as session:
+            principal = await authenticate(session, token, cache=services.tokens)
     if principal is None:
         raise ApiError(401, "invalid or revoked token", _UNAUTHORIZED)
     return principal

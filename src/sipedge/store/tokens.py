@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import String, bindparam, event, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from sipedge.store.models import ApiToken
 from sipedge.store.ownership import Principal
+from sipedge.store.token_cache import TokenCache, invalidate_everywhere
 from sipedge.store.types import utcnow
 
 TOKEN_PREFIX = "sk_"
 _MAX_TOKEN_LENGTH = 200
+# Built once, with the hash bound per request: every cache miss runs it, and SQLAlchemy would
+# otherwise rebuild it and recompute its cache key each time. Core columns, not an ORM object.
+_LOOKUP = select(ApiToken.user_id, ApiToken.organization_id, ApiToken.sub_account_id).where(
+    ApiToken.token_hash == bindparam("token_hash", type_=String()),
+    ApiToken.revoked_at.is_(None),
+    ApiToken.is_deleted.is_(False),
+)
 
 
 def hash_token(token: str) -> str:
@@ -46,7 +55,10 @@ async def create_token(
 
 
 async def revoke_token(session: AsyncSession, token: str) -> bool:
-    """Revoke a live token; False when no live token matches. The caller commits."""
+    """Revoke a live token; False when no live token matches. The caller commits.
+
+    The token leaves this process's token caches now and again once the revocation is committed
+    (a request that read the token as live in between cannot keep it cached)."""
     row = await _live_token(session, token)
     if row is None:
         return False
@@ -54,19 +66,45 @@ async def revoke_token(session: AsyncSession, token: str) -> bool:
     row.revoked_at = now
     row.updated_at = now
     await session.flush()
+    digest = row.token_hash
+    invalidate_everywhere(digest)
+
+    def _after_commit(_session: Any) -> None:
+        invalidate_everywhere(digest)
+
+    event.listen(session.sync_session, "after_commit", _after_commit, once=True)
     return True
 
 
-async def authenticate(session: AsyncSession, token: str) -> Principal | None:
-    """The principal of a live (not revoked) token, else None."""
-    row = await _live_token(session, token)
+async def authenticate(
+    session: AsyncSession, token: str, *, cache: TokenCache | None = None
+) -> Principal | None:
+    """The principal of a live (not revoked) token, else None; with `cache`, a token verified in
+    the last `cache.ttl` seconds is trusted without a lookup (see `store.token_cache`)."""
+    if not token_is_plausible(token):
+        return None
+    digest = hash_token(token)
+    if cache is not None:
+        cached = cache.get(digest)
+        if cached is not None:
+            return cached
+        generation = cache.generation
+    row = (await session.execute(_LOOKUP, {"token_hash": digest})).first()
     if row is None:
         return None
-    return Principal(row.user_id, row.organization_id, row.sub_account_id)
+    principal = Principal(row.user_id, row.organization_id, row.sub_account_id)
+    if cache is not None:
+        cache.put(digest, principal, generation)
+    return principal
+
+
+def token_is_plausible(token: str) -> bool:
+    """Worth hashing and looking up at all (not empty, not absurdly long)."""
+    return bool(token) and len(token) <= _MAX_TOKEN_LENGTH
 
 
 async def _live_token(session: AsyncSession, token: str) -> ApiToken | None:
-    if not token or len(token) > _MAX_TOKEN_LENGTH:
+    if not token_is_plausible(token):
         return None
     result = await session.execute(
         select(ApiToken).where(
