@@ -10,7 +10,7 @@ import importlib
 import os
 import sys
 
-BENCHMARKS = ("bench.bench_parser", "bench.inbound_ramp", "bench.outbound_ramp")
+BENCHMARKS = ("bench.bench_parser", "bench.api_path", "bench.inbound_ramp", "bench.outbound_ramp")
 PINS_ITSELF = ("bench.inbound_ramp", "bench.outbound_ramp")  # main(argv) -> exit code
 
 

@@ -5,7 +5,8 @@ request latency meanwhile.
 The real `sipedge serve` process (admin API and SIP edge in one loop, SQLite) runs on core 0,
 against a throwaway database prepared by bench/sipedge_setup.py: one trunk whose gateway is the
 SIPp carrier (UDP), one `sip-trunk` agent, `agents.endpoint` = the SIPp agent. The HTTP driver
-(httpx, this process) and both SIPps run on core 1. Each step POSTs /call at a fixed rate for
+(this process: bench/light_http.py for the load, httpx for /metrics and the reads) and both
+SIPps run on core 1. Each step POSTs /call at a fixed rate for
 ``--step-seconds`` (open loop: request i is due at t0 + i/rate; its latency counts from then),
 waits until the calls ended (sipedge's /metrics), then reads every call with GET /call/{run_id}.
 The carrier answers (100, 180, 200 with SDP), takes the edge's media re-INVITE, holds
@@ -50,6 +51,7 @@ from bench.harness import (
     runqueue_wait_seconds,
     wait_udp_bound,
 )
+from bench.light_http import HttpPool, build_request
 from bench.sipedge_setup import read_identity, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +64,6 @@ RECIPIENT = "+12125550123"
 DEFAULT_RATES = (10, 25, 50, 100, 200, 300, 500)
 QUICK_RATES = (10, 25, 50)
 REQUEST_TIMEOUT = 10.0  # one HTTP request, pool wait included
-SHARDS = 10  # HTTP clients the load is spread over (round robin)
 LAUNCH_GRACE = 5.0  # the driver stops launching this long after the step's last due time
 FAST_P99_MS = 1000.0  # the summary also names the highest passing rate with a POST p99 below
 BACKLOG_S = 3.0  # allowed beyond the hold for the last calls to end, and for the last POST
@@ -117,22 +118,21 @@ class Sipedge:
     agent_id: str
     carrier_stats: Path
     agent_stats: Path
-    connections: int  # for the load: fresh clients per step, SHARDS of them
+    connections: int  # for the load: a fresh pool of at most this many per step
+    http_port: int
 
-    def load_clients(self) -> list[httpx.AsyncClient]:
-        # httpx's pool scans its connections per request: one pool of hundreds of connections
-        # costs the driver ~4x the CPU of several small ones (measured: 16.6 vs 4.2 ms/request).
-        per_client = max(1, self.connections // SHARDS)
-        limits = httpx.Limits(max_connections=per_client, max_keepalive_connections=per_client)
-        return [
-            httpx.AsyncClient(
-                base_url=self.client.base_url,
-                headers=self.client.headers,
-                limits=limits,
-                timeout=REQUEST_TIMEOUT,
-            )
-            for _ in range(SHARDS)
-        ]
+    def load_pool(self) -> HttpPool:
+        # Not httpx for the load: it costs ~2.5 ms of the driver's CPU per request, which capped
+        # the offered rate near 300/s on the core the SIPps share (bench/light_http.py).
+        return HttpPool(HOST, self.http_port, self.connections)
+
+    def post_request(self, body: dict[str, Any]) -> bytes:
+        payload = json.dumps(body).encode()
+        headers = {
+            "Authorization": self.client.headers["Authorization"],
+            "Content-Type": "application/json",
+        }
+        return build_request("POST", "/call", f"{HOST}:{self.http_port}", headers, payload)
 
 
 # --- processes --------------------------------------------------------------------------------
@@ -205,22 +205,23 @@ async def post_calls(target: Sipedge, rate: float, seconds: float, step: Step) -
     errors: Counter[str] = Counter()
     last_answer = 0.0
 
-    async def one(client: httpx.AsyncClient, due: float) -> None:
+    async def one(due: float) -> None:
         nonlocal last_answer
         try:
-            response = await client.post("/call", json=body)
-        except httpx.HTTPError as exc:
+            response = await pool.request(request, REQUEST_TIMEOUT)
+        except (OSError, TimeoutError) as exc:  # ConnectionError is an OSError
             errors[type(exc).__name__] += 1
             return
         now = loop.time()
         last_answer = max(last_answer, now)
         latencies.append(now - due)
-        if response.status_code == 201:
-            run_ids.append(response.json()["run_id"])
+        if response.status == 201:
+            run_ids.append(json.loads(response.body)["run_id"])
         else:
-            errors[f"HTTP {response.status_code}"] += 1
+            errors[f"HTTP {response.status}"] += 1
 
-    clients = target.load_clients()
+    pool = target.load_pool()
+    request = target.post_request(body)
     t0 = loop.time() + 0.05
     last_due = t0 + (step.requested - 1) / rate
     tasks: list[asyncio.Task[None]] = []
@@ -234,7 +235,7 @@ async def post_calls(target: Sipedge, rate: float, seconds: float, step: Step) -
                 errors["not sent (driver late)"] += step.requested - i
                 break
             step.launch_lag_ms = max(step.launch_lag_ms, (now - due) * 1000)
-            tasks.append(asyncio.create_task(one(clients[i % SHARDS], due)))
+            tasks.append(asyncio.create_task(one(due)))
         launched = loop.time() - t0  # ideally (requests - 1) / rate
         step.offered_rate = round((len(tasks) - 1) / launched if len(tasks) > 1 else rate, 1)
         if tasks:
@@ -243,8 +244,7 @@ async def post_calls(target: Sipedge, rate: float, seconds: float, step: Step) -
                 task.cancel()
             errors["unfinished"] += len(pending)
     finally:
-        for client in clients:
-            await client.aclose()
+        pool.close()
     step.accepted = len(run_ids)
     step.api_errors = {k: v for k, v in errors.items() if v}
     step.latency_p50_ms = _ms(percentile(latencies, 0.5))
@@ -520,7 +520,7 @@ async def run(
             await wait_api(client, lambda: serve.poll() is None, 60)
             target = Sipedge(
                 serve.pid, client, setup["agent_id"], workdir / "carrier.csv",
-                workdir / "agent.csv", args.connections,
+                workdir / "agent.csv", args.connections, http_port,
             )  # fmt: skip
             warm = await load_step(target, 5, 2, args.hold_ms)
             result["warmup"] = asdict(warm)

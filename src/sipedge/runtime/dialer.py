@@ -31,15 +31,17 @@ from sipedge.runtime.ports import CallRecordEvent, SnapshotSource
 from sipedge.sip.transaction import Address
 from sipedge.store import outbound_calls as repo
 from sipedge.store.changes import CALL_SIGNALS, Change
-from sipedge.store.models import OutboundCall as OutboundRow
+from sipedge.store.outbound_calls import ClaimedCall
+from sipedge.store.outbound_updates import write_call_updates
 from sipedge.store.types import utcnow
-from sipedge.store.webhook_events import enqueue_outbound_status
 
 __all__ = ["Dialer"]
 
 log = logging.getLogger(__name__)
 
 FLUSH_DELAY = 0.02  # seconds a status change waits for others to share its write
+CLAIM_DELAY = 0.01  # seconds a wake-up waits for more new calls to share one claim
+CALL_HANGUP = "call.hangup"
 Resolve = Callable[[GatewayView, str], Awaitable[list[Address]]]
 
 
@@ -68,6 +70,7 @@ class Dialer:
         self._flush_lock = asyncio.Lock()  # batches are written one after another, in order
         self._flushing: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._hangups_asked = True  # look at hangups on the next poll (and on every interval)
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.calls: dict[str, OutboundCall] = {}  # run_id -> live call placed by this dialer
@@ -97,12 +100,8 @@ class Dialer:
                 batch, self._updates = self._updates, []
                 try:
                     async with self._sessions() as session:
-                        for run_id, values in batch:
-                            await repo.update_call(session, run_id=run_id, values=values)
-                            if "status" in values:  # its webhook, in the same transaction
-                                await enqueue_outbound_status(
-                                    session, run_id=run_id, now=self._now()
-                                )
+                        # Status webhooks are written with their change, in this transaction.
+                        await write_call_updates(session, batch, now=self._now())
                         await session.commit()
                 except Exception:
                     log.exception("writing outbound call status failed (retried)")
@@ -118,6 +117,8 @@ class Dialer:
     def wake(self, change: Change | None = None) -> None:
         """A ``ChangeNotifier`` subscriber: new calls or hangups to look at now."""
         if change is None or change.kind in CALL_SIGNALS:
+            if change is None or change.kind == CALL_HANGUP:
+                self._hangups_asked = True
             self._wake.set()
 
     def report(self, run_id: str, values: dict[str, Any]) -> None:
@@ -132,8 +133,14 @@ class Dialer:
 
     async def _run(self) -> None:
         while not self._stopping:
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self._poll_interval)
+            except TimeoutError:
+                self._hangups_asked = True  # the interval: a hangup asked on another node
+            else:
+                # POST /call wakes us once per call: a moment's wait lets a burst of them
+                # share one claim (one UPDATE ... RETURNING) instead of one claim each.
+                await asyncio.sleep(CLAIM_DELAY)
             self._wake.clear()
             try:
                 await self.poll()
@@ -144,9 +151,14 @@ class Dialer:
     # --- one round -----------------------------------------------------------------------------
 
     async def poll(self) -> None:
-        """Write queued updates, act on hangups asked through the API, place due calls."""
+        """Write queued updates, act on hangups asked through the API, place due calls.
+
+        Hangups are looked up only after a ``call.hangup`` signal or a poll interval (a new
+        call's signal cannot have asked for one), and the trunks' credentials are read once
+        per claim, not once per call."""
         await self.flush()
-        if self.calls:
+        if self.calls and self._hangups_asked:
+            self._hangups_asked = False
             async with self._sessions() as session:
                 asked = await repo.hangups_requested(session, run_ids=list(self.calls))
             for run_id in asked:
@@ -157,19 +169,27 @@ class Dialer:
             return
         async with self._sessions() as session:
             rows = await repo.claim_due_calls(session, now=self._now())
-            await session.commit()
+            await session.commit()  # the claim alone holds SQLite's write lock, briefly
+            # Only trunks the snapshot knows to have credentials are read (none: no statement).
+            trunks = self._snapshots.current.trunks
+            wanted = {
+                row.trunk_id
+                for row in rows
+                if (trunk := trunks.get(row.trunk_id)) is None or trunk.has_credentials
+            }
+            credentials = await repo.trunks_credentials(session, trunk_ids=wanted)
         for row in rows:
-            await self._place(row)
+            await self._place(row, credentials.get(row.trunk_id))
         await self.flush()
 
-    async def _snapshot_with(self, row: OutboundRow) -> RoutingSnapshot:
+    async def _snapshot_with(self, row: ClaimedCall) -> RoutingSnapshot:
         snapshot = self._snapshots.current
         if row.trunk_id not in snapshot.trunks and self._refresh is not None:
             await self._refresh()  # the API just wrote the trunk: the snapshot may lag
             snapshot = self._snapshots.current
         return snapshot
 
-    async def _place(self, row: OutboundRow) -> None:
+    async def _place(self, row: ClaimedCall, credentials: tuple[str, str] | None) -> None:
         run_id = row.id
         snapshot = await self._snapshot_with(row)
         trunk = snapshot.trunks.get(row.trunk_id)
@@ -186,10 +206,8 @@ class Dialer:
             self._refuse(row, started, 486, "channel limit reached", record=True)
             return
         try:
-            credentials = None
-            if trunk.has_credentials:
-                async with self._sessions() as session:
-                    credentials = await repo.trunk_credentials(session, trunk_id=trunk.id)
+            if not trunk.has_credentials:
+                credentials = None  # the snapshot is newer than the claim's read
             number = snapshot.numbers_by_key.get(row.from_number.lstrip("+")) or NumberView(
                 row.number_id, trunk.id, row.from_number, row.from_number.lstrip("+")
             )
@@ -223,7 +241,7 @@ class Dialer:
         call.start()
 
     def _refuse(
-        self, row: OutboundRow, at: datetime, code: int, reason: str, *, record: bool = False
+        self, row: ClaimedCall, at: datetime, code: int, reason: str, *, record: bool = False
     ) -> None:
         """The call ends before any INVITE: ``failed`` with the reason (and a call record when the
         trunk's own limit refused it)."""

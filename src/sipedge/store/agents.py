@@ -33,7 +33,7 @@ _PROMPT_KEY = re.compile(r"^task_([1-9][0-9]{0,3})$")
 _MARK_CHUNK = 400  # (id, version) pairs per UPDATE: well inside both databases' parameter limits
 
 
-def _canonical_uuid(value: str) -> str | None:
+def canonical_uuid(value: str) -> str | None:
     try:
         return str(uuid.UUID(value))
     except ValueError:
@@ -44,7 +44,7 @@ async def get_visible_agent(
     session: AsyncSession, *, owner: Principal, agent_id: str, for_update: bool = False
 ) -> Agent | None:
     """The caller's live agent with this id, else None (a non-UUID id is never an agent)."""
-    canonical = _canonical_uuid(agent_id)
+    canonical = canonical_uuid(agent_id)
     if canonical is None:
         return None
     query = select(Agent).where(Agent.id == canonical, visible_to(Agent, owner))
@@ -59,7 +59,7 @@ async def get_agent(
     """The caller's live agent, else `NotFoundError` naming the id (when it is a UUID)."""
     agent = await get_visible_agent(session, owner=owner, agent_id=agent_id, for_update=for_update)
     if agent is None:
-        canonical = _canonical_uuid(agent_id)
+        canonical = canonical_uuid(agent_id)
         raise NotFoundError(f"agent {canonical} not found" if canonical else "agent not found")
     return agent
 

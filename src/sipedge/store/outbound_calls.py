@@ -9,38 +9,90 @@ only by `trunk_credentials`, at dial time, and never leave the dialer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import CursorResult, and_, false, func, or_, select, update
+from sqlalchemy import (
+    CursorResult,
+    Executable,
+    RowMapping,
+    String,
+    Table,
+    and_,
+    bindparam,
+    false,
+    func,
+    insert,
+    join,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from sipedge.store.agents import get_visible_agent
+from sipedge.store.agents import canonical_uuid
+from sipedge.store.db import Executor
 from sipedge.store.errors import NotFoundError, RejectedError
 from sipedge.store.guardrails import next_allowed_start, recipient_timezone
 from sipedge.store.models import (
     OUTBOUND_FINAL_STATUSES,
+    Agent,
     Gateway,
     OutboundCall,
     Trunk,
     TrunkNumber,
 )
-from sipedge.store.ownership import Principal, visible_to
+from sipedge.store.ownership import (
+    Principal,
+    Shape,
+    owner_params,
+    shape_of,
+    visible_to,
+    visible_to_bound,
+)
+from sipedge.store.types import new_id
 
 __all__ = [
+    "CALL_VIEW_COLUMNS",
     "CallRequest",
+    "ClaimedCall",
+    "QueuedCall",
     "claim_due_calls",
     "create_call",
     "get_call",
+    "get_call_view",
     "hangups_requested",
     "next_scheduled_at",
     "request_hangup",
     "trunk_credentials",
+    "trunks_credentials",
     "update_call",
 ]
 
 _CANCELABLE = ("queued", "scheduled")
+_TABLE = cast(Table, OutboundCall.__table__)
+_INSERT = insert(_TABLE)  # executed with a dict of values: built (and its cache key made) once
+# The columns `GET /call/{run_id}` shows (the API's `OutboundCallOut`, `id` as `run_id`).
+CALL_VIEW_COLUMNS = (
+    "id",
+    "status",
+    "scheduled_at",
+    "agent_id",
+    "trunk_id",
+    "number_id",
+    "from_number",
+    "to_number",
+    "user_data",
+    "created_at",
+    "started_at",
+    "answered_at",
+    "ended_at",
+    "final_sip_code",
+    "reason",
+    "carrier_call_id",
+    "agent_call_id",
+)
 SIP_TRUNK_PROVIDER = "sip-trunk"
 
 # `POST /call` refusals (HTTP 400); the same texts as `edge.outbound.Refused` (a test keeps them
@@ -75,71 +127,170 @@ def _refuse(message: str) -> RejectedError:
     return RejectedError(message)
 
 
-async def _calling_number(
-    session: AsyncSession, *, owner: Principal, agent_id: str, from_number: str | None
-) -> tuple[TrunkNumber, Trunk]:
-    """The live number (and its trunk, visible to the caller) the call goes out from."""
-    query = (
-        select(TrunkNumber, Trunk)
-        .join(Trunk, Trunk.id == TrunkNumber.trunk_id)
-        .where(TrunkNumber.is_deleted == false(), visible_to(Trunk, owner))
-    )
-    if from_number is not None:
-        query = query.where(TrunkNumber.destination_key == from_number.lstrip("+"))
+@dataclass(frozen=True, slots=True)
+class QueuedCall:
+    """What `create_call` wrote, and what the API needs after it (the agent's webhook and
+    ownership, for the `queued`/`scheduled` status event)."""
+
+    id: str
+    status: str
+    scheduled_at: datetime | None
+    agent_id: str
+    trunk_id: str
+    number_id: str
+    from_number: str
+    to_number: str
+    user_data: dict[str, Any] | None
+    created_at: datetime
+    webhook_url: str | None
+    agent_organization_id: str | None
+    agent_user_id: str | None
+
+
+_CONTEXTS: dict[tuple[Shape, bool], Executable] = {}
+
+
+def _call_context(shape: Shape, by_from_number: bool) -> Executable:
+    """One statement for every check of `POST /call`: the caller's live agent, left-joined to
+    the live number the call goes out from (with its trunk, visible to the caller) and the
+    trunk's live gateway count. No agent -> no row; no number -> the number columns are NULL.
+
+    Built once per principal shape and number choice; the values are bound parameters
+    (`agent_id`, `from_key`, `owner_params`)."""
+    key = (shape, by_from_number)
+    cached = _CONTEXTS.get(key)
+    if cached is not None:
+        return cached
+    if by_from_number:
+        number_match = TrunkNumber.destination_key == bindparam("from_key", type_=String())
     else:
-        query = query.where(TrunkNumber.agent_id == agent_id)
-    query = query.order_by(TrunkNumber.created_at, TrunkNumber.id).limit(1)
-    row = (await session.execute(query)).first()
-    if row is None:
-        raise _refuse(NUMBER_NOT_FOUND)
-    number, trunk = row
-    return number, trunk
+        number_match = TrunkNumber.agent_id == Agent.id
+    number_and_trunk = join(
+        TrunkNumber, Trunk, and_(Trunk.id == TrunkNumber.trunk_id, visible_to_bound(Trunk, shape))
+    )
+    gateways = (
+        select(func.count())
+        .select_from(Gateway)
+        .where(Gateway.trunk_id == Trunk.id, Gateway.is_deleted == false())
+        .scalar_subquery()
+    )
+    statement = (
+        select(
+            Agent.id.label("agent_id"),
+            Agent.telephony_provider,
+            Agent.call_start_hour,
+            Agent.call_end_hour,
+            Agent.webhook_url,
+            Agent.organization_id,
+            Agent.user_id,
+            TrunkNumber.id.label("number_id"),
+            TrunkNumber.e164,
+            Trunk.id.label("trunk_id"),
+            Trunk.is_active,
+            Trunk.outbound_enabled,
+            gateways.label("gateways"),
+        )
+        .select_from(Agent)
+        .outerjoin(number_and_trunk, and_(number_match, TrunkNumber.is_deleted == false()))
+        .where(Agent.id == bindparam("agent_id", type_=String()), visible_to_bound(Agent, shape))
+        .order_by(TrunkNumber.created_at, TrunkNumber.id)
+        .limit(1)
+    )
+    _CONTEXTS[key] = statement
+    return statement
 
 
 async def create_call(
-    session: AsyncSession, *, owner: Principal, request: CallRequest, now: datetime
-) -> OutboundCall:
+    session: Executor, *, owner: Principal, request: CallRequest, now: datetime
+) -> QueuedCall:
     """Check a `POST /call` (SPEC §5; every refusal is `RejectedError`, HTTP 400) and add the
-    row: `queued`, or `scheduled` at the next allowed start outside the agent's guardrails."""
-    agent = await get_visible_agent(session, owner=owner, agent_id=request.agent_id)
-    if agent is None:
+    row: `queued`, or `scheduled` at the next allowed start outside the agent's guardrails.
+
+    Two statements: the checks (`_call_context`) and a Core INSERT (the caller commits)."""
+    agent_id = canonical_uuid(request.agent_id)
+    if agent_id is None:
         raise _refuse(AGENT_NOT_FOUND)
-    if agent.telephony_provider != SIP_TRUNK_PROVIDER:
+    params: dict[str, Any] = {"agent_id": agent_id, **owner_params(owner)}
+    if request.from_number is not None:
+        params["from_key"] = request.from_number.lstrip("+")
+    statement = _call_context(shape_of(owner), request.from_number is not None)
+    found = (await session.execute(statement, params)).first()
+    if found is None:
+        raise _refuse(AGENT_NOT_FOUND)
+    if found.telephony_provider != SIP_TRUNK_PROVIDER:
         raise _refuse(AGENT_NOT_SIP_TRUNK)
-    number, trunk = await _calling_number(
-        session, owner=owner, agent_id=agent.id, from_number=request.from_number
-    )
-    if not trunk.is_active:
+    if found.number_id is None:
+        raise _refuse(NUMBER_NOT_FOUND)
+    if not found.is_active:
         raise _refuse(TRUNK_INACTIVE)
-    if not trunk.outbound_enabled:
+    if not found.outbound_enabled:
         raise _refuse(OUTBOUND_DISABLED)
-    gateways = await session.scalar(
-        select(func.count())
-        .select_from(Gateway)
-        .where(Gateway.trunk_id == trunk.id, Gateway.is_deleted == false())
-    )
-    if not gateways:
+    if not found.gateways:
         raise _refuse(NO_GATEWAY)
-    scheduled_at = next_allowed_start(
-        now, recipient_timezone(request.recipient), agent.call_start_hour, agent.call_end_hour
-    )
-    row = OutboundCall(
-        **owner.owner_columns(),
-        agent_id=agent.id,
-        trunk_id=trunk.id,
-        number_id=number.id,
-        from_number=number.e164,
-        to_number=request.recipient,
-        user_data=request.user_data,
+    scheduled_at = None
+    if found.call_start_hour is not None and found.call_end_hour is not None:
+        # The recipient's zone (a phonenumbers lookup) only matters under calling guardrails.
+        scheduled_at = next_allowed_start(
+            now, recipient_timezone(request.recipient), found.call_start_hour, found.call_end_hour
+        )
+    call = QueuedCall(
+        id=new_id(),
         status="queued" if scheduled_at is None else "scheduled",
         scheduled_at=scheduled_at,
-        hangup_requested=False,
+        agent_id=found.agent_id,
+        trunk_id=found.trunk_id,
+        number_id=found.number_id,
+        from_number=found.e164,
+        to_number=request.recipient,
+        user_data=request.user_data,
         created_at=now,
-        updated_at=now,
+        webhook_url=found.webhook_url,
+        agent_organization_id=found.organization_id,
+        agent_user_id=found.user_id,
     )
-    session.add(row)
-    await session.flush()
-    return row
+    await session.execute(
+        _INSERT,
+        {
+            **owner.owner_columns(),
+            "id": call.id,
+            "agent_id": call.agent_id,
+            "trunk_id": call.trunk_id,
+            "number_id": call.number_id,
+            "from_number": call.from_number,
+            "to_number": call.to_number,
+            "user_data": call.user_data,
+            "status": call.status,
+            "scheduled_at": call.scheduled_at,
+            "hangup_requested": False,
+            "is_deleted": False,
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+    return call
+
+
+_VIEWS: dict[Shape, Executable] = {}
+
+
+def _call_view(shape: Shape) -> Executable:
+    cached = _VIEWS.get(shape)
+    if cached is None:
+        cached = _VIEWS[shape] = select(*(_TABLE.c[name] for name in CALL_VIEW_COLUMNS)).where(
+            _TABLE.c.id == bindparam("run_id", type_=String()),
+            visible_to_bound(OutboundCall, shape),
+        )
+    return cached
+
+
+async def get_call_view(session: Executor, *, owner: Principal, run_id: str) -> RowMapping:
+    """The caller's outbound call as plain columns (`CALL_VIEW_COLUMNS`), else `NotFoundError`
+    naming the id. One prebuilt Core SELECT, no ORM object: `GET /call/{run_id}` is polled."""
+    params = {"run_id": run_id, **owner_params(owner)}
+    row = (await session.execute(_call_view(shape_of(owner)), params)).first()
+    if row is None:
+        raise NotFoundError(f"call {run_id} not found")
+    return row._mapping
 
 
 async def get_call(session: AsyncSession, *, owner: Principal, run_id: str) -> OutboundCall:
@@ -156,9 +307,12 @@ async def get_call(session: AsyncSession, *, owner: Principal, run_id: str) -> O
 
 async def request_hangup(
     session: AsyncSession, *, owner: Principal, run_id: str, now: datetime
-) -> OutboundCall:
+) -> tuple[OutboundCall, bool]:
     """End or cancel the call: one not yet with a dialer becomes `canceled` here; one a dialer
-    holds gets `hangup_requested` (the dialer CANCELs or BYEs it). An ended call is unchanged."""
+    holds gets `hangup_requested` (the dialer CANCELs or BYEs it). An ended call is unchanged.
+
+    Returns the row as it is now and whether this request canceled it (its status webhook is
+    then the caller's to queue)."""
     row = await get_call(session, owner=owner, run_id=run_id)
     canceled: CursorResult[Any] = await session.execute(  # type: ignore[assignment]
         update(OutboundCall)
@@ -179,7 +333,7 @@ async def request_hangup(
         )
     await session.flush()
     await session.refresh(row)
-    return row
+    return row, canceled.rowcount == 1
 
 
 # --- the dialer's side ---------------------------------------------------------------------------
@@ -196,30 +350,51 @@ def _due(now: datetime) -> Any:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimedCall:
+    """A call a dialer claimed: what it needs to place it."""
+
+    id: str
+    agent_id: str
+    trunk_id: str
+    number_id: str
+    from_number: str
+    to_number: str
+    hangup_requested: bool
+    created_at: datetime
+
+
+_CLAIMED = tuple(_TABLE.c[f.name] for f in fields(ClaimedCall))
+
+
 async def claim_due_calls(
     session: AsyncSession, *, now: datetime, limit: int = 100
-) -> list[OutboundCall]:
-    """Queued calls and scheduled ones whose time has come, claimed for this dialer (each by a
-    compare-and-set, so another dialer's claim wins cleanly); the caller commits."""
-    candidates = list(
-        await session.scalars(
-            select(OutboundCall.id).where(_due(now)).order_by(OutboundCall.created_at).limit(limit)
-        )
+) -> list[ClaimedCall]:
+    """Queued calls and scheduled ones whose time has come, claimed for this dialer, oldest
+    first; the caller commits.
+
+    One statement: `UPDATE ... WHERE id IN (due rows) AND <still due> RETURNING ...`. The outer
+    condition is re-checked on each row as it is updated (PostgreSQL re-evaluates it on a row
+    another dialer changed meanwhile; SQLite runs one writer at a time), so two dialers never
+    claim one call; on PostgreSQL the due rows are picked `FOR UPDATE SKIP LOCKED`, so a second
+    dialer takes other rows instead of waiting."""
+    due = (
+        select(_TABLE.c.id)
+        .where(_due(now))
+        .order_by(_TABLE.c.created_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+        .correlate(None)  # the same table as the UPDATE's: a subquery of its own, not correlated
     )
-    claimed: list[str] = []
-    for run_id in candidates:
-        result: CursorResult[Any] = await session.execute(  # type: ignore[assignment]
-            update(OutboundCall)
-            .where(OutboundCall.id == run_id, _due(now))
-            .values(claimed_at=now, status="queued", updated_at=now)
-            .execution_options(synchronize_session=False)
-        )
-        if result.rowcount == 1:
-            claimed.append(run_id)
-    if not claimed:
-        return []
-    rows = await session.scalars(select(OutboundCall).where(OutboundCall.id.in_(claimed)))
-    return sorted(rows, key=lambda r: r.created_at)
+    result = await session.execute(
+        update(_TABLE)
+        .where(_TABLE.c.id.in_(due.scalar_subquery()), _due(now))
+        .values(claimed_at=now, status="queued", updated_at=now)
+        .returning(*_CLAIMED)
+    )
+    claimed = [ClaimedCall(*row) for row in result]
+    claimed.sort(key=lambda call: call.created_at)
+    return claimed
 
 
 async def next_scheduled_at(session: AsyncSession) -> datetime | None:
@@ -266,3 +441,20 @@ async def trunk_credentials(session: AsyncSession, *, trunk_id: str) -> tuple[st
     if row is None or row[0] is None or row[1] is None:
         return None
     return str(row[0]), str(row[1])
+
+
+async def trunks_credentials(
+    session: AsyncSession, *, trunk_ids: set[str]
+) -> dict[str, tuple[str, str]]:
+    """`trunk_credentials` of several trunks in one statement (those without credentials are
+    left out). For the dialer only, at claim time."""
+    if not trunk_ids:
+        return {}
+    rows = await session.execute(
+        select(Trunk.id, Trunk.auth_username, Trunk.auth_password).where(
+            Trunk.id.in_(sorted(trunk_ids)),
+            Trunk.auth_username.is_not(None),
+            Trunk.auth_password.is_not(None),
+        )
+    )
+    return {str(tid): (str(user), str(password)) for tid, user, password in rows}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, and_, false, or_
+from sqlalchemy import ColumnElement, and_, bindparam, false, or_
 
 MAX_OWNER_ID = 100  # the width of the ownership columns
 
@@ -54,3 +54,44 @@ def visible_to(model: Any, principal: Principal) -> ColumnElement[bool]:
             )
         return and_(live, model.organization_id == principal.organization_id, same_sub)
     return and_(live, model.organization_id.is_(None), model.user_id == principal.user_id)
+
+
+# --- the same rule as a prebuilt clause with bound parameters ----------------------------------
+# Hot queries are built once per principal *shape* and executed with `owner_params(principal)`:
+# SQLAlchemy then neither rebuilds the statement nor recomputes its cache key per request.
+
+Shape = Literal["user", "org", "sub"]
+
+
+def shape_of(principal: Principal) -> Shape:
+    if principal.organization_id is None:
+        return "user"
+    return "org" if principal.sub_account_id is None else "sub"
+
+
+def owner_params(principal: Principal) -> dict[str, str | None]:
+    """The bound values of `visible_to_bound(model, shape_of(principal))`."""
+    if principal.organization_id is None:
+        return {"owner_user": principal.user_id}
+    if principal.sub_account_id is None:
+        return {"owner_org": principal.organization_id}
+    return {"owner_org": principal.organization_id, "owner_sub": principal.sub_account_id}
+
+
+def visible_to_bound(model: Any, shape: Shape) -> ColumnElement[bool]:
+    """`visible_to` for any principal of `shape`, with its ids as bound parameters."""
+    live = model.is_deleted == false()
+    if shape == "user":
+        return and_(
+            live,
+            model.organization_id.is_(None),
+            model.user_id == bindparam("owner_user", type_=model.user_id.type),
+        )
+    same_org = model.organization_id == bindparam("owner_org", type_=model.organization_id.type)
+    if shape == "org":
+        return and_(live, same_org, model.sub_account_id.is_(None))
+    same_sub = or_(
+        model.sub_account_id.is_(None),
+        model.sub_account_id == bindparam("owner_sub", type_=model.sub_account_id.type),
+    )
+    return and_(live, same_org, same_sub)

@@ -17,10 +17,18 @@ from typing import Any
 from sqlalchemy import and_, false, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from sipedge.store.db import Executor
 from sipedge.store.models import Agent, OutboundCall
-from sipedge.store.webhook_outbox import OutboxEntry, enqueue
+from sipedge.store.outbound_calls import QueuedCall
+from sipedge.store.webhook_outbox import OutboxEntry, enqueue, insert_first
 
-__all__ = ["PROVIDER", "encode_body", "enqueue_outbound_status", "status_payload"]
+__all__ = [
+    "PROVIDER",
+    "encode_body",
+    "enqueue_new_outbound_call",
+    "enqueue_outbound_status",
+    "status_payload",
+]
 
 PROVIDER = "sip-trunk"
 
@@ -136,3 +144,36 @@ async def enqueue_outbound_status(session: AsyncSession, *, run_id: str, now: da
         run_id=row.id, agent_id=row.agent_id, status=row.status, body=encode_body(payload)
     )
     return await enqueue(session, [entry], now=now)
+
+
+async def enqueue_new_outbound_call(session: Executor, *, call: QueuedCall, now: datetime) -> int:
+    """Queue the `queued`/`scheduled` webhook of a call `create_call` just added, from what it
+    already read (no statement at all when the agent has no webhook; else one INSERT: a new
+    run's first event is its `seq` 1). Returns the rows added (0 or 1)."""
+    if not call.webhook_url:
+        return 0
+    payload = status_payload(
+        run_id=call.id,
+        agent_id=call.agent_id,
+        status=call.status,
+        created_at=call.created_at,
+        updated_at=now,
+        direction="outbound",
+        from_number=call.from_number,
+        to_number=call.to_number,
+        trunk_id=call.trunk_id,
+        number_id=call.number_id,
+        user_data=call.user_data,
+    )
+    entry = OutboxEntry(
+        run_id=call.id, agent_id=call.agent_id, status=call.status, body=encode_body(payload)
+    )
+    await insert_first(
+        session,
+        entry,
+        url=call.webhook_url,
+        organization_id=call.agent_organization_id,
+        user_id=call.agent_user_id,
+        now=now,
+    )
+    return 1

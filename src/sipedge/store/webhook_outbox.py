@@ -25,6 +25,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from sipedge.store.db import Executor
 from sipedge.store.models import Agent
 from sipedge.store.types import new_id, utcnow
 from sipedge.store.webhook_models import WebhookOutbox, WebhookSecret
@@ -37,6 +38,7 @@ __all__ = [
     "claim_due",
     "enqueue",
     "finish_attempt",
+    "insert_first",
     "secret_for",
 ]
 
@@ -106,28 +108,62 @@ async def enqueue(session: AsyncSession, entries: Sequence[OutboxEntry], *, now:
         agent = agents[entry.agent_id]
         seq = last[entry.run_id] = last.get(entry.run_id, 0) + 1
         rows.append(
-            {
-                "id": new_id(),
-                "created_at": now,
-                "updated_at": now,
-                "is_deleted": False,
-                "deleted_at": None,
-                "run_id": entry.run_id,
-                "seq": seq,
-                "agent_id": entry.agent_id,
-                "account_key": account_key(
-                    organization_id=agent.organization_id, user_id=agent.user_id
-                ),
-                "status": entry.status,
-                "url": agent.webhook_url,
-                "body": entry.body,
-                "state": "pending",
-                "attempts": 0,
-                "next_attempt_at": now,
-            }
+            _outbox_row(
+                entry,
+                seq=seq,
+                url=agent.webhook_url,
+                organization_id=agent.organization_id,
+                user_id=agent.user_id,
+                now=now,
+            )
         )
     await session.execute(insert(WebhookOutbox), rows)
     return len(rows)
+
+
+async def insert_first(
+    session: Executor,
+    entry: OutboxEntry,
+    *,
+    url: str,
+    organization_id: str | None,
+    user_id: str | None,
+    now: datetime,
+) -> None:
+    """Add the first event (`seq` 1) of a run that has none yet, for an agent whose webhook and
+    ownership the caller has just read (one INSERT). The caller commits."""
+    row = _outbox_row(
+        entry, seq=1, url=url, organization_id=organization_id, user_id=user_id, now=now
+    )
+    await session.execute(insert(WebhookOutbox), [row])
+
+
+def _outbox_row(
+    entry: OutboxEntry,
+    *,
+    seq: int,
+    url: str,
+    organization_id: str | None,
+    user_id: str | None,
+    now: datetime,
+) -> dict[str, object]:
+    return {
+        "id": new_id(),
+        "created_at": now,
+        "updated_at": now,
+        "is_deleted": False,
+        "deleted_at": None,
+        "run_id": entry.run_id,
+        "seq": seq,
+        "agent_id": entry.agent_id,
+        "account_key": account_key(organization_id=organization_id, user_id=user_id),
+        "status": entry.status,
+        "url": url,
+        "body": entry.body,
+        "state": "pending",
+        "attempts": 0,
+        "next_attempt_at": now,
+    }
 
 
 async def claim_due(
