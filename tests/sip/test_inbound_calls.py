@@ -160,12 +160,14 @@ def assert_held_call_is_lean(env) -> None:
     keep no messages to re-send), and its timers are heap entries, not loop handles."""
     (call,) = env.edge.services.live.values()
     assert call.phase.value == "confirmed"
-    for tx in (call.invite_tx, call.agent_tx):
-        assert tx.state.value == "accepted"
-        assert tx.request.body == b"" and "content-type" not in tx.request.headers
-        assert getattr(tx.fsm, "last_response", None) is None
-    # The call points at the transactions' skeletons, not at the full offers.
-    assert call.invite is call.invite_tx.request and call.agent_invite is call.agent_tx.request
+    tx = call.invite_tx
+    assert tx.state.value == "accepted" and tx.fsm.last_response is None
+    # The call points at the transactions' skeletons, not at the full offers; it keeps its
+    # agent INVITE transaction no longer (the layer retired both to records).
+    for request in (call.invite, call.agent_invite):
+        assert request.body == b"" and "content-type" not in request.headers
+    assert call.invite is tx.request and call.agent_tx is None
+    assert env.edge._layer._client == {} and env.edge._layer._server == {}
     assert call.carrier.ok is None and call.agent.ok is None  # both ACKs seen / sent
     assert "max" in call.timers and call.timers._deadlines is env.edge.services.call_deadlines
 

@@ -270,6 +270,7 @@ class Call:
         self.invite = self.invite_tx.request
         if self.agent_tx is not None:
             self.agent_invite = self.agent_tx.request
+            self.agent_tx = None  # retired by the layer; nothing else of it is needed
 
     def _ack_agent(self, body: bytes = b"") -> None:
         dialog = self.agent.dialog
