@@ -281,3 +281,26 @@ async def test_call_signals_do_not_reload_the_snapshot(api: Api, alice: httpx.As
         assert loader.loads == 2
     finally:
         await loader.stop()
+
+
+async def test_an_agent_webhook_change_reaches_the_snapshot(
+    api: Api, alice: httpx.AsyncClient
+) -> None:
+    # Inbound calls queue statuses only for agents the snapshot says have a webhook_url.
+    agent = await api.agent("alice")
+    loader = _loader(api, debounce=0.0)
+    await loader.load()
+    loader.subscribe(api.notifier)
+    try:
+        assert loader.current.agents[agent].has_webhook is False
+        body = {"agent_config": {"webhook_url": "https://hooks.example.org/calls"}}
+        response = await alice.patch(f"/v2/agent/{agent}", json=body)
+        assert response.status_code == 200, response.text
+        await loader.settle()
+        assert loader.current.agents[agent].has_webhook is True
+        body = {"agent_config": {"webhook_url": None}}
+        assert (await alice.patch(f"/v2/agent/{agent}", json=body)).status_code == 200
+        await loader.settle()
+        assert loader.current.agents[agent].has_webhook is False
+    finally:
+        await loader.stop()

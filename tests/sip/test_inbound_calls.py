@@ -245,3 +245,38 @@ async def test_wildcard_bind_advertises_the_address_peers_reach(tmp_path) -> Non
         assert "0.0.0.0" not in agent_trace
         assert "0.0.0.0" not in carrier_trace
         assert f"Contact: <sip:127.0.0.1:{env.port}" in carrier_trace.replace("sipedge@", "")
+
+
+class _Statuses:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def status_changed(self, event) -> None:
+        self.events.append(event.status)
+
+
+@pytest.mark.parametrize(("has_webhook", "expected"), [(True, 3), (False, 0)])
+async def test_statuses_are_only_queued_for_agents_with_a_webhook(
+    tmp_path, has_webhook: bool, expected: int
+) -> None:
+    """The routing snapshot knows which agents have a webhook_url: the others' calls queue no
+    status at all (no outbox work per call); unknown counts as having one."""
+    from inbound_env import NUMBER
+
+    from sipedge.edge.snapshot import AgentView, NumberView, build_snapshot
+
+    number = NumberView("number-1", "trunk-1", NUMBER, NUMBER[1:], agent_id="agent-1")
+    agent = AgentView("agent-1", has_webhook=has_webhook)
+    snap = build_snapshot([trunk()], [number], [agent], version=2)
+    sink = _Statuses()
+    async with running_edge(str(tmp_path), snap, statuses=sink) as env:
+        carrier, agent = await run_pair(
+            env, "uac-answered-expect-200.xml", "uas-answer-wait-bye.xml"
+        )
+        await env.settle()
+        assert ok(carrier), carrier.output
+        assert ok(agent), agent.output
+        assert len(env.records.events) == 1  # the call record is written either way
+    assert len(sink.events) == expected
+    if expected:
+        assert sink.events == ["ringing", "in-progress", "completed"]

@@ -92,6 +92,9 @@ class AgentView:
     agent_name: str = ""
     telephony_provider: str | None = None
     is_deleted: bool = False
+    # Whether the agent has a webhook_url: without one an inbound call's statuses are not even
+    # queued (no outbox query per call). Unknown (a view built without it) counts as yes.
+    has_webhook: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,9 +123,36 @@ class InboundStatus:
         )
 
 
+class _Unreported(InboundStatus):
+    """The reporter of a call whose agent has no webhook: nothing to build or queue."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        pass
+
+    @property
+    def sent(self) -> frozenset[str]:
+        return frozenset()
+
+    def ringing(self, sip_status: int) -> None:
+        return None
+
+    def answered(self, sip_status: int) -> None:
+        return None
+
+    def ended(self, record: CallRecordEvent) -> None:
+        return None
+
+
+UNREPORTED = _Unreported()
+
+
 def inbound_status(call: Call) -> InboundStatus:
     """The status reporter of a new inbound call (built once its legs exist)."""
     route = call.route
+    if not route.agent.has_webhook:
+        return UNREPORTED  # the routing snapshot says so; reloaded when an agent changes
     base = CallStatusEvent(
         run_id=call.run_id,
         status="ringing",

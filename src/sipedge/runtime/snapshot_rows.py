@@ -72,6 +72,7 @@ async def read_routing_rows(session: AsyncSession) -> RoutingRows:
                 user_id=agent.user_id,
                 agent_name=agent.agent_name,
                 telephony_provider=agent.telephony_provider,
+                has_webhook=bool(agent.webhook_url),
             )
         )
         if agent.agent_status == "seeding":
@@ -118,6 +119,7 @@ _AGENTS = select(
     Agent.user_id,
     Agent.agent_name,
     Agent.telephony_provider,
+    Agent.webhook_url,
     Agent.agent_status,
     Agent.config_version,
 ).where(Agent.is_deleted == false())
