@@ -23,7 +23,10 @@ from sipedge.sip.transaction import Address
 
 __all__ = ["WaitRecord", "WaitRecords"]
 
-_SLACK = 0.001  # as stack.deadlines: do not re-arm for the same instant
+# Records are swept in batches at most this often: every record has its own expiry, and a wake-up
+# per record (thousands a second at load) cost more than the records themselves. A record may so
+# outlive its timer by up to this much, which only lengthens the absorbing of retransmissions.
+_GRANULE = 0.5
 
 
 class WaitRecord(NamedTuple):
@@ -55,11 +58,8 @@ class WaitRecords:
         (self.server if server else self.client)[plain] = tuple(record)  # type: ignore[assignment]
         at = record.expires_at
         heapq.heappush(self._heap, (at, server, plain))
-        if at < self._handle_at:
-            if self._handle is not None:
-                self._handle.cancel()
-            self._handle = self._loop.call_at(at, self._sweep)
-            self._handle_at = at
+        if self._handle is None:
+            self._schedule(at)
 
     def find(self, server: bool, key: tuple[object, ...]) -> WaitRecord | None:
         found = (self.server if server else self.client).get(key)
@@ -74,17 +74,20 @@ class WaitRecords:
         self.server.clear()
         self.client.clear()
 
+    def _schedule(self, at: float) -> None:
+        self._handle_at = max(at, self._loop.time() + _GRANULE)
+        self._handle = self._loop.call_at(self._handle_at, self._sweep)
+
     def _sweep(self) -> None:
         self._handle = None
         self._handle_at = float("inf")
         heap = self._heap
         now = self._loop.time()
-        while heap and heap[0][0] <= now + _SLACK:
+        while heap and heap[0][0] <= now:
             at, server, key = heapq.heappop(heap)
             table = self.server if server else self.client
             found = table.get(key)
             if found is not None and found[0] == at:
                 del table[key]
         if heap:
-            self._handle_at = heap[0][0]
-            self._handle = self._loop.call_at(self._handle_at, self._sweep)
+            self._schedule(heap[0][0])

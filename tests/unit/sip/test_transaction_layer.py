@@ -403,3 +403,22 @@ def test_a_retired_invite_client_re_sends_its_ack_and_passes_2xx_up() -> None:
     assert layer.client_count == 2
     loop.advance(40)
     assert layer.client_count == 0
+
+
+def test_wait_records_are_swept_in_batches_not_one_wake_up_each() -> None:
+    from sipedge.stack.wait_records import WaitRecord, WaitRecords
+
+    loop = FakeLoop()
+    records = WaitRecords(cast(asyncio.AbstractEventLoop, loop))
+    for i in range(200):  # one every 5 ms, each with its own expiry 32 s later
+        loop.now = i * 0.005
+        records.add(True, ("z9hG4bK", str(i)), WaitRecord(loop.now + 32, False, None, SRC, "UDP"))
+    loop.advance(33.0)
+    assert len(records) == 0
+    assert len(loop.handles) <= 4  # 200 expiries, a handful of sweeps (0.5 s apart at most)
+    loop.now = 40.0
+    records.add(False, ("z9hG4bK", "late"), WaitRecord(40.1, True, None, SRC, "UDP"))
+    loop.advance(40.2)
+    assert records.find(False, ("z9hG4bK", "late")) is not None  # kept up to 0.5 s longer
+    loop.advance(40.6)
+    assert len(records) == 0
