@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import gc
 import pstats
@@ -24,6 +25,7 @@ import re
 import sys
 import time
 import tracemalloc
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -236,7 +238,9 @@ class _GcClock:
             self.runs[info["generation"]] += 1
 
 
-async def _run(calls: int, rounds: int, profile: bool) -> list[float]:
+@contextlib.asynccontextmanager
+async def _wired_edge() -> AsyncIterator[Peers]:
+    """A started edge whose UDP socket sends into a list, and both peers of its calls."""
     wire = _Wire()
     edge = SipEdge(
         _settings(),
@@ -249,9 +253,16 @@ async def _run(calls: int, rounds: int, profile: bool) -> list[float]:
     _synchronous(edge)
     real = edge.transport("udp")._transport  # type: ignore[attr-defined]
     edge.transport("udp")._transport = wire  # type: ignore[attr-defined]
-    peers = Peers(edge, wire)
-    results: list[float] = []
     try:
+        yield Peers(edge, wire)
+    finally:
+        edge.transport("udp")._transport = real  # type: ignore[attr-defined]
+        await edge.stop()
+
+
+async def _run(calls: int, rounds: int, profile: bool) -> list[float]:
+    results: list[float] = []
+    async with _wired_edge() as peers:
         for n in range(200):  # warm-up
             peers.call(n)
         gc.collect()
@@ -279,28 +290,12 @@ async def _run(calls: int, rounds: int, profile: bool) -> list[float]:
                 f"  round: {peers.timed / calls * 1e6:.0f} us/call, of which the cyclic GC "
                 f"{clock.seconds / calls * 1e6:.0f} us ({clock.runs} collections by generation)"
             )
-    finally:
-        edge.transport("udp")._transport = real  # type: ignore[attr-defined]
-        await edge.stop()
     return results
 
 
 async def _held(calls: int, top: int) -> None:
     """Python heap per held (answered, not yet ended) call, by allocation site (tracemalloc)."""
-    wire = _Wire()
-    edge = SipEdge(
-        _settings(),
-        snapshots=_Snapshots(_snapshot()),
-        limiter=ChannelLimiter(),
-        records=_Sink(),
-        activity=_Activity(),
-    )
-    await edge.start()
-    _synchronous(edge)
-    real = edge.transport("udp")._transport  # type: ignore[attr-defined]
-    edge.transport("udp")._transport = wire  # type: ignore[attr-defined]
-    peers = Peers(edge, wire)
-    try:
+    async with _wired_edge() as peers:
         for n in range(200):  # warm-up: memo caches, metric children, lazy imports
             peers.call(n)
         gc.collect()
@@ -330,9 +325,6 @@ async def _held(calls: int, top: int) -> None:
             f"after hanging up (transactions still in their wait states): "
             f"{(after_size - base_size) / calls / 1024:.2f} KiB per call still held"
         )
-    finally:
-        edge.transport("udp")._transport = real  # type: ignore[attr-defined]
-        await edge.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

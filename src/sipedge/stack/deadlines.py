@@ -52,10 +52,6 @@ class DeadlineHeap(Generic[OwnerT]):
         """Deadlines armed and not yet fired or cancelled."""
         return self._live
 
-    def __len__(self) -> int:
-        """Heap entries, stale ones included (tests of the compaction)."""
-        return len(self._heap)
-
     def now(self) -> float:
         return self._loop.time()
 

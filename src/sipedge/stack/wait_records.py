@@ -48,7 +48,6 @@ class WaitRecords:
         self.client: dict[tuple[object, ...], tuple[float, bool, bytes | None, Address, str]] = {}
         self._heap: list[tuple[float, bool, tuple[object, ...]]] = []
         self._handle: asyncio.TimerHandle | None = None
-        self._handle_at = float("inf")
 
     def __len__(self) -> int:
         return len(self.server) + len(self.client)
@@ -61,26 +60,19 @@ class WaitRecords:
         if self._handle is None:
             self._schedule(at)
 
-    def find(self, server: bool, key: tuple[object, ...]) -> WaitRecord | None:
-        found = (self.server if server else self.client).get(key)
-        return WaitRecord(*found) if found is not None else None
-
     def close(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
-        self._handle_at = float("inf")
         self._heap.clear()
         self.server.clear()
         self.client.clear()
 
     def _schedule(self, at: float) -> None:
-        self._handle_at = max(at, self._loop.time() + _GRANULE)
-        self._handle = self._loop.call_at(self._handle_at, self._sweep)
+        self._handle = self._loop.call_at(max(at, self._loop.time() + _GRANULE), self._sweep)
 
     def _sweep(self) -> None:
         self._handle = None
-        self._handle_at = float("inf")
         heap = self._heap
         now = self._loop.time()
         while heap and heap[0][0] <= now:
