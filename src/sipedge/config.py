@@ -88,6 +88,15 @@ class FloodSettings(_Section):
 
 class AgentsSettings(_Section):
     endpoint: str = "sip:127.0.0.1:5090"
+    ring_timeout_seconds: float = Field(default=180.0, gt=0)
+    bridge_answer_timeout_seconds: float = Field(default=15.0, gt=0)
+
+
+class OutboundSettings(_Section):
+    """The dialer of `POST /call` calls (see runtime/dialer.py)."""
+
+    poll_interval_seconds: float = Field(default=1.0, gt=0)
+    ring_timeout_seconds: float = Field(default=120.0, gt=0)
 
 
 class SecuritySettings(_Section):
@@ -132,6 +141,7 @@ class Settings(BaseSettings):
     sip: SipSettings = SipSettings()
     flood: FloodSettings = FloodSettings()
     agents: AgentsSettings = AgentsSettings()
+    outbound: OutboundSettings = OutboundSettings()
     security: SecuritySettings = SecuritySettings()
     webhooks: WebhooksSettings = WebhooksSettings()
     redis: RedisSettings = RedisSettings()

@@ -129,26 +129,27 @@ class OutboundEnv:
         return self.limiter.active(trunk_id)
 
 
-def settings(url: str, agent_port: int) -> Settings:
+def settings(url: str, agent_port: int, *, ring_timeout: float = 120.0) -> Settings:
     base = Settings(
         database={"url": url},  # type: ignore[arg-type]
         sip={"host": HOST, "port": 5060, "t1": T1, "t2": 0.4},  # type: ignore[arg-type]
         agents={"endpoint": f"sip:{HOST}:{agent_port}"},  # type: ignore[arg-type]
         security={"allow_private_gateways": True},  # type: ignore[arg-type]
         http={"rate_limit_per_minute": 0},  # type: ignore[arg-type]
+        outbound={"ring_timeout_seconds": ring_timeout},  # type: ignore[arg-type]
     )
     return base.model_copy(update={"sip": base.sip.model_copy(update={"port": 0})})
 
 
 @contextlib.asynccontextmanager
-async def running(workdir: str) -> AsyncIterator[OutboundEnv]:
+async def running(workdir: str, *, ring_timeout: float = 120.0) -> AsyncIterator[OutboundEnv]:
     url = f"sqlite:///{workdir}/sipedge.db"
     upgrade(url)
     engine = make_engine(url)
     sessions = make_session_factory(engine)
     notifier = ChangeNotifier()
     agent_port = free_port("udp")
-    config = settings(url, agent_port)
+    config = settings(url, agent_port, ring_timeout=ring_timeout)
     loader = SnapshotLoader(sessions)
     await loader.load()
     unsubscribe = loader.subscribe(notifier)

@@ -230,6 +230,28 @@ async def test_hangup_while_ringing_cancels(tmp_path) -> None:
         assert record_of(env, run_id).answered_at is None
 
 
+async def test_callee_that_never_answers_is_cancelled_at_the_ring_timeout(tmp_path) -> None:
+    # [outbound] ring_timeout_seconds: the ringing carrier leg is CANCELled (the SIPp carrier
+    # answers the CANCEL 200 and the INVITE 487) and the call ends "no-answer", not "canceled".
+    async with running(str(tmp_path), ring_timeout=1.0) as env:
+        agent_id = await env.agent_id()
+        async with carrier(env, "uas-carrier-ring-cancel.xml") as gw:
+            trunk_id = await env.trunk(agent_id, [("127.0.0.1", gw.port)])
+            run_id = await env.place(agent_id)
+            ringing = await env.wait_status(run_id, lambda s: s == "ringing")
+            assert ringing["status"] == "ringing"
+            rang_at = asyncio.get_running_loop().time()
+            state = await env.wait_status(run_id)
+            waited = asyncio.get_running_loop().time() - rang_at
+            result = await gw.wait(timeout=10)
+        assert ok(result), result.output
+        assert (state["status"], state["final_sip_code"]) == ("no-answer", 487), state
+        assert 0.5 < waited < 5.0, waited  # the 1 s timeout, not the 120 s default
+        assert env.channels(trunk_id) == 0
+        record = record_of(env, run_id)
+        assert record.answered_at is None and record.final_sip_code == 487
+
+
 async def test_hangup_in_progress_ends_both_legs(tmp_path) -> None:
     async with running(str(tmp_path)) as env:
         agent_id = await env.agent_id()

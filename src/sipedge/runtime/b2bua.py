@@ -44,9 +44,6 @@ __all__ = ["Call", "Phase"]
 
 log = logging.getLogger(__name__)
 
-# Timer C in spirit (RFC 3261 §16.6 step 11): an agent that rings but never answers.
-RING_TIMEOUT = 180.0
-
 
 class Phase(enum.Enum):
     CALLING = "calling"  # agent leg in progress, carrier got 100 (and maybe 18x)
@@ -160,7 +157,7 @@ class Call:
     # --- the agent INVITE ----------------------------------------------------------------------
 
     def start(self) -> None:
-        self.timers.start("ring", RING_TIMEOUT, self._ring_timeout)
+        self.timers.start("ring", self.svc.timeouts.agent_ring, self._ring_timeout)
         self.agent_tx = self.svc.send(self.agent_invite, self.agent)
 
     def on_agent_invite_response(self, response: Response) -> None:

@@ -33,7 +33,7 @@ from sipedge.metrics import (
     snapshot_version,
 )
 from sipedge.runtime.handlers import EdgeHandler
-from sipedge.runtime.legs import EdgeServices
+from sipedge.runtime.legs import CallTimeouts, EdgeServices
 from sipedge.runtime.ports import ActivitySink, CallRecordSink, CallStatusSink, SnapshotSource
 from sipedge.runtime.responses import respond
 from sipedge.sip.errors import SipError, TransportError
@@ -147,6 +147,11 @@ class SipEdge:
             agent_peer=self.agent_peer,
             agent_transport=agent_transport,
             max_call_duration=sip.max_call_duration,
+            timeouts=CallTimeouts(
+                agent_ring=self.settings.agents.ring_timeout_seconds,
+                bridge_answer=self.settings.agents.bridge_answer_timeout_seconds,
+                carrier_ring=self.settings.outbound.ring_timeout_seconds,
+            ),
             limiter=self.limiter,
             records=self.records,
             activity=self.activity,

@@ -28,12 +28,24 @@ if TYPE_CHECKING:
     from sipedge.runtime.b2bua import Call
     from sipedge.stack.transactions import TransactionLayer
 
-__all__ = ["EdgeServices", "Leg"]
+__all__ = ["CallTimeouts", "EdgeServices", "Leg"]
 
 log = logging.getLogger(__name__)
 
 # Agent-INVITE 2xx that arrived after their call ended: kept to re-send the ACK (bounded).
 _MAX_ORPHANS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class CallTimeouts:
+    """Seconds a call waits for an answer (config ``[agents]`` and ``[outbound]``)."""
+
+    # Timer C in spirit (RFC 3261 §16.6 step 11): an agent that rings but never answers.
+    agent_ring: float = 180.0
+    # Outbound: the agent must answer the leg bridged to an answered carrier call within this.
+    bridge_answer: float = 15.0
+    # Outbound: a ringing carrier leg is CANCELled after this (no-answer).
+    carrier_ring: float = 120.0
 
 
 @dataclass(slots=True, eq=False)
@@ -70,6 +82,7 @@ class EdgeServices:
         agent_peer: Address,
         agent_transport: SipTransport,
         max_call_duration: float,
+        timeouts: CallTimeouts = CallTimeouts(),
         limiter: ChannelLimiter,
         records: CallRecordSink,
         activity: ActivitySink,
@@ -83,6 +96,7 @@ class EdgeServices:
         self.agent_peer = agent_peer
         self.agent_transport = agent_transport
         self.max_call_duration = max_call_duration
+        self.timeouts = timeouts
         self.limiter = limiter
         self.records = records
         self.activity = activity

@@ -40,9 +40,6 @@ class Stage(enum.Enum):
     ENDED = "ended"
 
 
-AGENT_TIMEOUT = 15.0  # the agent must answer the bridged leg within this
-
-
 def carrier_answered(call: OutboundCall, response: Response) -> None:
     assert call.invite is not None
     outbound_attempt(OutboundAttemptResult.ANSWERED)
@@ -92,7 +89,7 @@ def carrier_answered(call: OutboundCall, response: Response) -> None:
     )
     call.agent_invite.headers.add(DIRECTION_HEADER, "outbound")
     call._register(agent.call_id)
-    call.timers.start("agent", AGENT_TIMEOUT, call._agent_timeout)
+    call.timers.start("agent", svc.timeouts.bridge_answer, call._agent_timeout)
     svc.send(call.agent_invite, agent)
 
 

@@ -67,7 +67,6 @@ __all__ = ["OutboundCall", "OutboundSetup", "StatusReport"]
 
 log = logging.getLogger(__name__)
 
-RING_TIMEOUT = 120.0  # a ringing carrier leg is CANCELled after this (no-answer)
 
 StatusReport = Callable[[str, dict[str, Any]], None]
 
@@ -136,7 +135,7 @@ class OutboundCall(Call):
         self.gateway: GatewayView | None = None
         self.provisional = False  # a provisional came on the current carrier INVITE
         self.hangup_asked = False
-        self.ring_timed_out = False  # our CANCEL after RING_TIMEOUT is in flight
+        self.ring_timed_out = False  # our CANCEL after the ring timeout is in flight
         self.crossed = False
         self.call_ids: set[str] = set()
         self._dialing: asyncio.Task[None] | None = None
@@ -236,7 +235,7 @@ class OutboundCall(Call):
             body=self.offer,
             authorization=authorization,
         )
-        self.timers.start("ring", RING_TIMEOUT, self._ring_timeout)
+        self.timers.start("ring", svc.timeouts.carrier_ring, self._ring_timeout)
         svc.send(self.invite, leg)
 
     def _answer_challenge(self, status: int) -> None:

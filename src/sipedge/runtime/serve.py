@@ -103,7 +103,14 @@ async def _sip_edge(
         statuses=statuses,
     )
     gateway_dns = GatewayDns(allow_private=settings.security.allow_private_gateways)
-    dialer = Dialer(sessions, edge, loader, resolve=gateway_dns.resolve, refresh=loader.load)
+    dialer = Dialer(
+        sessions,
+        edge,
+        loader,
+        resolve=gateway_dns.resolve,
+        refresh=loader.load,
+        poll_interval=settings.outbound.poll_interval_seconds,
+    )
     stop_waking = notifier.subscribe(dialer.wake)
     try:
         await edge.start()
