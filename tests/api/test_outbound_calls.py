@@ -13,7 +13,7 @@ from api.agent_helpers import agent_body, make_agent
 from api.conftest import Api
 from api.helpers import CREDS, MISSING_ID, assert_message, assert_validation, make_trunk
 from sipedge.store.db import make_session_factory
-from sipedge.store.outbound_calls import claim_due_calls
+from sipedge.store.outbound_calls import any_due_calls, claim_due_calls
 
 FROM = "+14155550100"
 TO = "+12125550123"  # New York
@@ -172,6 +172,7 @@ async def test_hangup_of_a_queued_call_cancels_it(api: Api, alice: httpx.AsyncCl
     again = await alice.post(f"/call/{run_id}/hangup")
     assert again.json()["status"] == "canceled"
     async with make_session_factory(api.engine)() as session:
+        assert not await any_due_calls(session, now=datetime.now(UTC))
         assert await claim_due_calls(session, now=datetime.now(UTC)) == []
 
 
@@ -193,9 +194,11 @@ async def test_claims_are_exclusive(api: Api, alice: httpx.AsyncClient) -> None:
         await place(alice, agent_id=agent_id, recipient_phone_number=TO)
     factory = make_session_factory(api.engine)
     async with factory() as first:
+        assert await any_due_calls(first, now=datetime.now(UTC))
         got = await claim_due_calls(first, now=datetime.now(UTC))
         await first.commit()
     async with factory() as second:
+        assert not await any_due_calls(second, now=datetime.now(UTC))
         assert await claim_due_calls(second, now=datetime.now(UTC)) == []
     assert len(got) == 3
 
@@ -237,7 +240,10 @@ async def test_guardrails_schedule_the_call(
     # not due before its time; claimed (and queued) once it is
     factory = make_session_factory(api.engine)
     async with factory() as session:
-        assert await claim_due_calls(session, now=when.replace(second=0) - (when - now) / 2) == []
+        early = when.replace(second=0) - (when - now) / 2
+        assert not await any_due_calls(session, now=early)  # the dialer's idle probe agrees
+        assert await claim_due_calls(session, now=early) == []
+        assert await any_due_calls(session, now=when)
         rows = await claim_due_calls(session, now=when)
         await session.commit()
     assert [r.id for r in rows] == [body["run_id"]]

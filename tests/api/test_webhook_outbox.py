@@ -15,6 +15,7 @@ from sipedge.store.webhook_models import WebhookOutbox
 from sipedge.store.webhook_outbox import (
     Outcome,
     account_key,
+    any_due,
     claim_due,
     finish_attempt,
     secret_for,
@@ -44,6 +45,11 @@ async def _finish(api: Api, row: WebhookOutbox, token: str, outcome: Outcome, **
         )
         await session.commit()
     return kept
+
+
+async def _any_due(api: Api, now: datetime) -> bool:
+    async with make_session_factory(api.engine)() as session:
+        return await any_due(session, now=now)
 
 
 def _ids(rows: list[WebhookOutbox]) -> list[tuple[str, int]]:
@@ -111,6 +117,8 @@ async def test_a_retry_waits_for_its_time_and_holds_back_the_rest_of_its_run(api
     (row,) = await _claim(api, "t1")
     later = T0 + timedelta(seconds=10)
     assert await _finish(api, row, "t1", "retry", next_attempt_at=later, last_status=503)
+    # The probe is not blocked-aware: r1#2 is due but waits for r1#1 (the claim finds none).
+    assert await _any_due(api, T0 + timedelta(seconds=9))
     assert await _claim(api, "t2", now=T0 + timedelta(seconds=9)) == []
     again = await _claim(api, "t3", now=later)
     assert _ids(again) == [("r1", 1)]
@@ -121,9 +129,13 @@ async def test_an_expired_lease_is_claimable_again_and_the_old_holder_cannot_fin
     api: Api,
 ) -> None:
     agent = await webhook_agent(api)
+    assert not await _any_due(api, T0)
     await put(api, [entry("r1", agent)])
+    assert await _any_due(api, T0)  # the sender's idle probe agrees with the claim
     (row,) = await _claim(api, "crashed", lease=30)
+    assert not await _any_due(api, T0 + timedelta(seconds=29))
     assert await _claim(api, "other", now=T0 + timedelta(seconds=29)) == []
+    assert await _any_due(api, T0 + timedelta(seconds=31))
     (again,) = await _claim(api, "other", now=T0 + timedelta(seconds=31))
     assert again.id == row.id
     assert not await _finish(api, row, "crashed", "delivered")

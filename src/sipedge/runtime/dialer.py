@@ -168,7 +168,11 @@ class Dialer:
         if self._stopping:
             return
         async with self._sessions() as session:
-            rows = await repo.claim_due_calls(session, now=self._now())
+            now = self._now()
+            # Most polls find nothing: a read says so without the claim's UPDATE (write lock).
+            if not await repo.any_due_calls(session, now=now):
+                return
+            rows = await repo.claim_due_calls(session, now=now)
             await session.commit()  # the claim alone holds SQLite's write lock, briefly
             # Only trunks the snapshot knows to have credentials are read (none: no statement).
             trunks = self._snapshots.current.trunks

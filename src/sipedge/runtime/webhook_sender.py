@@ -38,7 +38,7 @@ from sipedge.metrics import WEBHOOK_CHILDREN, WebhookOutcome
 from sipedge.runtime.webhook_payload import backoff_delay, signed_headers
 from sipedge.store.types import new_id, utcnow
 from sipedge.store.webhook_models import WebhookOutbox
-from sipedge.store.webhook_outbox import Outcome, claim_due, finish_attempt, secret_for
+from sipedge.store.webhook_outbox import Outcome, any_due, claim_due, finish_attempt, secret_for
 
 __all__ = ["Attempt", "WebhookSender"]
 
@@ -153,11 +153,16 @@ class WebhookSender:
     async def run_once(self) -> int:
         """One round: claim due rows, send them, record the outcomes. Returns rows attempted."""
         token = new_id()
+        now = self._clock()
         async with self._sessions() as session:
+            # Most polls find nothing: a read says so for a tenth of the claim's loop time
+            # (the claim is an UPDATE that takes SQLite's write lock).
+            if not await any_due(session, now=now):
+                return 0
             rows = await claim_due(
                 session,
                 token=token,
-                now=self._clock(),
+                now=now,
                 lease=self.settings.lease_seconds,
                 limit=self.settings.batch_size,
             )
