@@ -29,6 +29,7 @@ _LOST = {reason: metrics.call_records_lost_total.labels(reason.value) for reason
 
 
 _INSERT = insert(cast(Table, CallRecord.__table__))
+CHUNK = 20  # rows per INSERT statement within a batch's transaction (see _persist)
 
 
 def _width(column: str) -> int | None:
@@ -129,8 +130,13 @@ class CallRecordWriter(BatchWriter[CallRecordEvent]):
 
     async def _persist(self, session: AsyncSession, batch: list[CallRecordEvent]) -> int:
         # Core insert on the table, not the ORM bulk path: same executemany, a fraction of the
-        # Python work per row (the writer runs on the SIP loop).
-        await session.execute(_INSERT, [record_row(event) for event in batch])
+        # Python work per row (the writer runs on the SIP loop). In statements of CHUNK rows,
+        # one transaction: preparing a row's parameters costs ~50 us of the loop, and between
+        # two statements the loop serves the datagrams that arrived (200 rows at once held it
+        # for ~12 ms: an INVITE->200 p99 of its own).
+        for start in range(0, len(batch), CHUNK):
+            rows = [record_row(event) for event in batch[start : start + CHUNK]]
+            await session.execute(_INSERT, rows)
         return len(batch)
 
     def _stored(self, count: int) -> None:
