@@ -3,12 +3,14 @@
 For each target, in one run, with the same SIPp scenarios (bench/scenarios/) and pinning
 (target on core 0, SIPp, tcpdump and py-spy on core 1):
 
-1. ramp: bounded steps of ``--step-seconds`` at increasing rates until a step fails (>= 0.1 %
+1. latency at each of ``--latency-rates`` (100 and 200 calls/s), right after a short warm-up
+   (before the ramp: a failed step's transactions time out for 32 s after it): INVITE->100 and
+   INVITE->200 from a tcpdump capture of the carrier side on ``lo`` (SIPp's own timer ticks in
+   ~4 ms steps);
+2. ramp: bounded steps of ``--step-seconds`` at increasing rates until a step fails (>= 0.1 %
    failed calls, retransmissions >= 0.5 % of calls or growing, or a backlog: the calls took
    more than 3 s longer than the rate and hold allow); the highest passing rate is reported with
    the CPU the target used per call in that step (/proc utime+stime);
-2. latency at ``--latency-rate`` calls/s: INVITE->100 and INVITE->200 from a tcpdump capture
-   of the carrier side on ``lo`` (SIPp's own timer ticks in ~4 ms steps);
 3. memory: ``--held-calls`` calls held ``--hold-seconds`` at once; PSS delta / calls, and the
    PSS after they end;
 4. sipedge only: py-spy profiles at its ramp limit (flame graph SVG and collapsed stacks).
@@ -66,6 +68,7 @@ DEFAULT_TARGETS = TARGETS
 # The what-if variant: the same `sipedge sip`, with the start-up heap (imports of FastAPI,
 # SQLAlchemy, pydantic...) moved to the permanent generation before the loop starts, so the
 # cyclic GC stops rescanning it. It measures a recommendation; sipedge itself does not do this yet.
+DRAIN_SECONDS = 40.0  # after the held calls end: Timer J (32 s) and the wait-record sweep
 GC_FREEZE_MAIN = (
     "import gc, sys; import sipedge.runtime.serve; from sipedge.cli import main; "
     "gc.collect(); gc.freeze(); sys.exit(main(sys.argv[1:]))"
@@ -104,6 +107,8 @@ class Result:
     cpu_us_per_call: float | None = None
     latency_rate: float | None = None
     latency: dict[str, float | None] = field(default_factory=dict)
+    # Every rate of --latency-rates, the first (= latency_rate / latency) included.
+    latency_by_rate: dict[str, dict[str, float | None]] = field(default_factory=dict)
     memory: dict[str, float | None] = field(default_factory=dict)
     profile: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
@@ -264,10 +269,10 @@ def _print_step(name: str, rate: int, step: Step) -> None:
 
 
 def latency(target: Target, rate: float, seconds: float, workdir: Path, result: Result) -> None:
-    """Fixed-rate run with a loopback capture of the carrier side."""
-    result.latency_rate = rate
+    """Fixed-rate run with a loopback capture of the carrier side. The first rate measured is
+    also ``result.latency`` (the summary table's columns)."""
     tcpdump = shutil.which("tcpdump")
-    pcap = workdir / f"{target.name}-latency.pcap"
+    pcap = workdir / f"{target.name}-latency-{rate:g}.pcap"
     capture = None
     if tcpdump:
         argv = [
@@ -284,20 +289,24 @@ def latency(target: Target, rate: float, seconds: float, workdir: Path, result: 
         if capture is not None:
             time.sleep(0.5)
             stop(capture)
-    result.latency["failed"] = step.failed
-    result.latency["cpu_us_per_call"] = step.cpu_us_per_call
-    if capture is None or not pcap.exists():
-        result.latency["source"] = None
-        return
-    lat = parse_capture(pcap, target.port)
-    result.latency.update(
-        source=1.0,  # 1.0 = tcpdump capture on lo
-        calls=lat.calls,
-        invite_100_p50_ms=_ms(percentile(lat.invite_100, 0.5)),
-        invite_100_p99_ms=_ms(percentile(lat.invite_100, 0.99)),
-        invite_200_p50_ms=_ms(percentile(lat.invite_200, 0.5)),
-        invite_200_p99_ms=_ms(percentile(lat.invite_200, 0.99)),
-    )
+    stats: dict[str, float | None] = {
+        "failed": step.failed,
+        "cpu_us_per_call": step.cpu_us_per_call,
+        "source": None,
+    }
+    if capture is not None and pcap.exists():
+        lat = parse_capture(pcap, target.port)
+        stats.update(
+            source=1.0,  # 1.0 = tcpdump capture on lo
+            calls=lat.calls,
+            invite_100_p50_ms=_ms(percentile(lat.invite_100, 0.5)),
+            invite_100_p99_ms=_ms(percentile(lat.invite_100, 0.99)),
+            invite_200_p50_ms=_ms(percentile(lat.invite_200, 0.5)),
+            invite_200_p99_ms=_ms(percentile(lat.invite_200, 0.99)),
+        )
+    result.latency_by_rate[f"{rate:g}"] = stats
+    if result.latency_rate is None:
+        result.latency_rate, result.latency = rate, stats
 
 
 def _ms(value: float | None) -> float | None:
@@ -313,7 +322,9 @@ def held_memory(
     result: Result,
 ) -> None:
     """Set up ``calls`` calls at ``rate`` and hold them all at once for ``hold_seconds``; the
-    memory delta per held call."""
+    memory delta per held call. Then, once the ended calls' transactions are gone, the same hold
+    again: memory freed by the first that the allocator kept (its arenas) is reused, so the
+    second peak over the first is what calls that come and go would leak."""
     if target.pid is None:
         return
     ramp_s = calls / rate
@@ -324,20 +335,29 @@ def held_memory(
         nonlocal peak
         peak = max(peak, memory_kib(target.pids()))
 
-    step = load_step(
-        target, rate, ramp_s, int((ramp_s + hold_seconds) * 1000), workdir, "hold", every=sample
-    )
+    def hold(tag: str) -> Step:
+        hold_ms = int((ramp_s + hold_seconds) * 1000)
+        return load_step(target, rate, ramp_s, hold_ms, workdir, tag, every=sample)
+
+    step = hold("hold")
+    first_peak = peak
     time.sleep(3)
     after = memory_kib(target.pids())
+    # The ended calls' transactions wait out Timer J (64*T1 = 32 s on UDP) before they go.
+    time.sleep(DRAIN_SECONDS)
+    drained = memory_kib(target.pids())
+    again = hold("hold-again")
     result.memory = {
         "held_calls": calls,
         "setup_rate": rate,
-        "ok_calls": step.ok_calls,
-        "failed": step.failed,
+        "ok_calls": step.ok_calls + again.ok_calls,
+        "failed": step.failed + again.failed,
         "baseline_kib": baseline,
-        "peak_kib": peak,
+        "peak_kib": first_peak,
         "after_kib": after,
-        "kib_per_call": round((peak - baseline) / calls, 2),
+        "drained_kib": drained,
+        "second_peak_kib": peak,
+        "kib_per_call": round((first_peak - baseline) / calls, 2),
     }
 
 
@@ -435,6 +455,10 @@ def run_target(name: str, args: argparse.Namespace, workdir: Path) -> Result:
                 warm = load_step(target, 50, 2, 200, workdir, "warmup")
                 if warm.ok_calls == 0:
                     raise BenchError(f"no call succeeded through {name} (see {workdir})")
+                # Before the ramp: a failed step leaves thousands of transactions timing out
+                # for 32 s, and a latency step after it would measure that clean-up.
+                for rate in args.latency_rates:
+                    latency(target, rate, args.step_seconds, workdir, result)
                 ramp(
                     target,
                     args.rates,
@@ -444,7 +468,6 @@ def run_target(name: str, args: argparse.Namespace, workdir: Path) -> Result:
                     result,
                     args.retries,
                 )
-                latency(target, args.latency_rate, args.step_seconds, workdir, result)
                 if name.startswith("sipedge") and args.profile and result.max_rate:
                     profile(target, result.max_rate, args.step_seconds, workdir, result)
             if args.held_calls and name != "direct":
@@ -471,12 +494,28 @@ def _fmt(value: float | None, spec: str = ".0f") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def latency_table(results: list[Result]) -> str:
+    lines = [
+        f"\n{'target':10} {'calls/s':>7} {'INV->100 p50/p99 ms':>20} {'INV->200 p50/p99 ms':>20} "
+        f"{'CPU us/call':>11}"
+    ]
+    for r in results:
+        for rate, lat in r.latency_by_rate.items():
+            lines.append(
+                f"{r.target:10} {rate:>7} "
+                f"{_fmt(lat.get('invite_100_p50_ms'), '.2f'):>9}/{_fmt(lat.get('invite_100_p99_ms'), '.2f'):<10} "
+                f"{_fmt(lat.get('invite_200_p50_ms'), '.2f'):>9}/{_fmt(lat.get('invite_200_p99_ms'), '.2f'):<10} "
+                f"{_fmt(lat.get('cpu_us_per_call')):>11}"
+            )
+    return "\n".join(lines)
+
+
 def table(results: list[Result]) -> str:
     ref = next((r for r in results if r.target == "sipedge"), None)
     lines = [
         f"{'target':10} {'max calls/s':>11} {'x sipedge':>9} {'CPU us/call':>11} "
         f"{'INV->100 p50/p99 ms':>20} {'INV->200 p50/p99 ms':>20} {'KiB/held call':>13} "
-        f"{'after-hold +KiB':>15}"
+        f"{'drained +KiB':>12} {'2nd hold +KiB':>13}"
     ]
     for r in results:
         ratio = (
@@ -485,17 +524,18 @@ def table(results: list[Result]) -> str:
             else None
         )
         lat = r.latency
-        after = (
-            r.memory["after_kib"] - r.memory["baseline_kib"]  # type: ignore[operator]
-            if r.memory.get("after_kib") is not None
-            else None
-        )
+        memory = r.memory
+        drained = again = None
+        if memory.get("drained_kib") is not None:
+            drained = memory["drained_kib"] - memory["baseline_kib"]  # type: ignore[operator]
+        if memory.get("second_peak_kib") is not None:
+            again = memory["second_peak_kib"] - memory["peak_kib"]  # type: ignore[operator]
         lines.append(
             f"{r.target:10} {_fmt(r.max_rate):>11} {_fmt(ratio, '.2f'):>9} "
             f"{_fmt(r.cpu_us_per_call):>11} "
             f"{_fmt(lat.get('invite_100_p50_ms'), '.2f'):>9}/{_fmt(lat.get('invite_100_p99_ms'), '.2f'):<10} "
             f"{_fmt(lat.get('invite_200_p50_ms'), '.2f'):>9}/{_fmt(lat.get('invite_200_p99_ms'), '.2f'):<10} "
-            f"{_fmt(r.memory.get('kib_per_call'), '.1f'):>13} {_fmt(after):>15}"
+            f"{_fmt(memory.get('kib_per_call'), '.1f'):>13} {_fmt(drained):>12} {_fmt(again):>13}"
             + (f"  ERROR: {r.error}" if r.error else "")
         )
     return "\n".join(lines)
@@ -510,7 +550,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--step-seconds", type=float, default=8.0, help="per ramp step (<= 20)")
     parser.add_argument("--hold-ms", type=int, default=500, help="call hold in the ramp")
     parser.add_argument("--retries", type=int, default=1, help="re-runs of a failed step")
-    parser.add_argument("--latency-rate", type=float, default=100.0)
+    parser.add_argument(
+        "--latency-rates",
+        default="100,200",
+        help="calls/s of the latency steps; the table shows the first",
+    )
     parser.add_argument("--held-calls", type=int, default=2000, help="0 skips the memory test")
     parser.add_argument("--hold-seconds", type=float, default=30.0)
     parser.add_argument(
@@ -522,6 +566,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.targets = [t for t in args.targets.split(",") if t]
     args.rates = [int(r) for r in args.rates.split(",") if r]
+    args.latency_rates = [float(r) for r in args.latency_rates.split(",") if r]
     args.step_seconds = min(args.step_seconds, 20.0)
     if args.quick:
         args.held_calls, args.profile = 0, False
@@ -561,6 +606,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     print()
     print(table(results))
+    print(latency_table(results))
     for r in results:
         if r.profile.get("top_self"):
             print(
