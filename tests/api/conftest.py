@@ -82,7 +82,7 @@ async def _pg_execute(dsn: str, statement: str) -> None:
         await connection.close()
 
 
-def _create_pg_database() -> str:
+def create_pg_database() -> str:
     admin = _pg_admin_dsn()
     name = f"sipedge_t_{secrets.token_hex(6)}"
     try:
@@ -95,7 +95,7 @@ def _create_pg_database() -> str:
     return make_url(admin).set(database=name).render_as_string(hide_password=False)
 
 
-def _drop_pg_database(url: str) -> None:
+def drop_pg_database(url: str) -> None:
     name = make_url(url).database
     asyncio.run(_pg_execute(_pg_admin_dsn(), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
@@ -114,12 +114,12 @@ def database_url(
         upgrade(url)
         yield url
         return
-    url = _create_pg_database()
+    url = create_pg_database()
     try:
         upgrade(url)
         yield url
     finally:
-        _drop_pg_database(url)
+        drop_pg_database(url)
 
 
 async def _empty_tables(engine: AsyncEngine) -> None:

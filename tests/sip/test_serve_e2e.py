@@ -2,7 +2,8 @@
 
 An admin creates an agent and a trunk over HTTP; a SIPp carrier calls the number and a SIPp agent
 answers; the call record, health and activity show up in the API; a PATCH that disables the trunk
-stops the very next INVITE, with no restart.
+stops the very next INVITE, with no restart. And the scale-out shape: separate `api` and `sip`
+processes on PostgreSQL, where the API's writes reach the SIP process through LISTEN/NOTIFY.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import pytest
 from harness import free_port
 from inbound_env import raw_invite, run_pair, statuses, udp_exchange
 from sipp_runner import SIPP
+
+from api.conftest import create_pg_database, drop_pg_database
 
 pytestmark = [
     pytest.mark.sipp,
@@ -235,3 +238,128 @@ def test_the_sip_role_serves_its_metrics(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 0
+
+
+def _start(role: str, env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sipedge.cli", role],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _first_token(proc: subprocess.Popen[str], deadline: float) -> str:
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        if match := TOKEN_LINE.search(line):
+            return match.group(1)
+    raise AssertionError("the api process printed no first token")
+
+
+def _wait_http(url: str, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{url} never answered")
+
+
+async def _first_status(sip_port: int, call_id: str) -> int | None:
+    replies = await udp_exchange(
+        raw_invite(sip_port, number=NUMBER, call_id=call_id), ("127.0.0.1", sip_port), wait=0.2
+    )
+    found = statuses(replies)
+    return found[0] if found else None
+
+
+async def _until_status(sip_port: int, wanted: int, tag: str, limit: float) -> float:
+    """Seconds until an INVITE is first answered ``wanted``; fails after ``limit``."""
+    started = time.monotonic()
+    n = 0
+    while time.monotonic() - started < limit:
+        n += 1
+        if await _first_status(sip_port, f"{tag}-{n}@e2e") == wanted:
+            return time.monotonic() - started
+    raise AssertionError(f"no {wanted} within {limit} s")
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    url = create_pg_database()  # an empty database; the api process migrates it at start
+    try:
+        yield url
+    finally:
+        drop_pg_database(url)
+
+
+@pytest.mark.postgres
+async def test_separate_api_and_sip_processes_share_changes_on_postgresql(
+    tmp_path: Path, pg_url: str
+) -> None:
+    # The `sip` process re-reads the store only every 60 s when it can LISTEN: a trunk created
+    # and then disabled through the `api` process must take effect within a few seconds.
+    url = pg_url
+    http_port, metrics_port, sip_port = free_port("tcp"), free_port("tcp"), free_port("udp")
+    base = {
+        **os.environ,
+        "SIPEDGE_DATABASE__URL": url,
+        "SIPEDGE_SECURITY__UNKNOWN_SOURCE": "reject",
+        "SIPEDGE_LOGGING__LEVEL": "WARNING",
+        "SIPEDGE_AGENTS__ENDPOINT": f"sip:127.0.0.1:{free_port('udp')}",
+    }
+    api_proc = _start("api", {**base, "SIPEDGE_HTTP__PORT": str(http_port)}, tmp_path)
+    sip_proc: subprocess.Popen[str] | None = None
+    try:
+        deadline = time.monotonic() + 60
+        token = _first_token(api_proc, deadline)
+        _wait_http(f"http://127.0.0.1:{http_port}/healthz", deadline)
+        sip_env = {
+            **base,
+            "SIPEDGE_HTTP__PORT": str(metrics_port),
+            "SIPEDGE_SIP__HOST": "127.0.0.1",
+            "SIPEDGE_SIP__PORT": str(sip_port),
+        }
+        sip_proc = _start("sip", sip_env, tmp_path)
+        _wait_http(f"http://127.0.0.1:{metrics_port}/metrics", deadline)
+        assert await _first_status(sip_port, "before@e2e") == 403  # no trunk yet
+        auth = {"Authorization": f"Bearer {token}"}
+        api_url = f"http://127.0.0.1:{http_port}"
+        async with httpx.AsyncClient(base_url=api_url, headers=auth, timeout=10) as api:
+            created = await api.post("/v2/agent", json=_agent_body())
+            assert created.status_code == 201, created.text
+            body = {
+                "name": "Loopback carrier",
+                "ip_acls": [{"cidr": "127.0.0.1/32"}],
+                "numbers": [{"e164": NUMBER, "agent_id": created.json()["agent_id"]}],
+            }
+            trunk = await api.post("/trunk/trunks", json=body)
+            assert trunk.status_code == 201, trunk.text
+            assert await _until_status(sip_port, 100, "created", 2.5) < 2.5
+            patched = await api.patch(
+                f"/trunk/trunks/{trunk.json()['id']}", json={"is_active": False}
+            )
+            assert patched.status_code == 200
+            assert await _until_status(sip_port, 403, "disabled", 2.5) < 2.5
+    finally:
+        if sip_proc is not None:
+            _stop(sip_proc)
+        _stop(api_proc)
+    assert api_proc.returncode == 0 and sip_proc is not None and sip_proc.returncode == 0

@@ -28,6 +28,7 @@ from sipedge.metrics import REGISTRY
 from sipedge.runtime.active_calls import active_calls_from
 from sipedge.runtime.activity import ActivityTracker
 from sipedge.runtime.call_record_writer import CallRecordWriter
+from sipedge.runtime.change_bridge import PgChangeBridge, supports_notify
 from sipedge.runtime.dialer import Dialer
 from sipedge.runtime.edge_app import SipEdge
 from sipedge.runtime.gateway_dns import GatewayDns
@@ -43,7 +44,8 @@ from sipedge.store.migrate import upgrade
 log = logging.getLogger("sipedge.serve")
 
 FIRST_USER = "admin"
-SIP_ROLE_POLL_SECONDS = 5.0
+SIP_ROLE_POLL_SECONDS = 5.0  # the `sip` role re-reads the store this often without LISTEN
+SIP_ROLE_SAFETY_POLL_SECONDS = 60.0  # ... and with it (PostgreSQL), in case a NOTIFY was lost
 APPLY_TIMEOUT_SECONDS = 2.0
 GC_THRESHOLDS = (2_000, 100, 10)  # see _run: short, frequent young collections
 Role = Literal["serve", "api", "sip"]
@@ -131,10 +133,11 @@ async def _sip_edge(
         await sender.stop()
 
 
-async def _poll_store(notifier: ChangeNotifier) -> None:
-    """The `sip` role has no API in its process to signal changes: re-read the store instead."""
+async def _poll_store(notifier: ChangeNotifier, interval: float) -> None:
+    """The `sip` role has no API in its process to signal changes: re-read the store every
+    ``interval`` (on PostgreSQL the change bridge signals them, and this is a safety net)."""
     while True:
-        await asyncio.sleep(SIP_ROLE_POLL_SECONDS)
+        await asyncio.sleep(interval)
         notifier.notify("poll", None)
 
 
@@ -197,6 +200,14 @@ async def _run(settings: Settings, *, role: Role) -> None:
         async with contextlib.AsyncExitStack() as running:
             running.callback(gc.unfreeze)
             running.callback(gc.set_threshold, *gc.get_threshold())
+            bridge: PgChangeBridge | None = None
+            if supports_notify(engine):
+                # Other processes' writes reach this one at once (LISTEN), and ours reach them.
+                bridge = PgChangeBridge(
+                    engine, notifier, publish=role != "sip", listen=role != "api"
+                )
+                await bridge.start()
+                running.push_async_callback(bridge.stop)
             loader: SnapshotLoader | None = None
             if role in ("serve", "sip"):
                 loader = await running.enter_async_context(
@@ -205,7 +216,8 @@ async def _run(settings: Settings, *, role: Role) -> None:
             worker: asyncio.Task[None]
             server: uvicorn.Server | None = None
             if role == "sip":
-                worker = asyncio.create_task(_poll_store(notifier))
+                interval = SIP_ROLE_POLL_SECONDS if bridge is None else SIP_ROLE_SAFETY_POLL_SECONDS
+                worker = asyncio.create_task(_poll_store(notifier, interval))
                 # No admin API in this role, but its metrics must be scrapable: http.host:port
                 # serves GET /metrics only (a small server thread, off the SIP loop).
                 metrics_server, _thread = start_http_server(

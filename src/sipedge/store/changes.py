@@ -1,7 +1,8 @@
 """The "snapshot changed" signal: the API notifies after every committed write.
 
 In-process for `sipedge serve` (the SIP runtime subscribes and rebuilds its routing snapshot);
-a PostgreSQL LISTEN/NOTIFY bridge can subscribe here and forward across nodes.
+across processes and nodes on PostgreSQL, `runtime.change_bridge` forwards them (NOTIFY) and
+replays other nodes' (LISTEN) with their ``origin`` set.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Change:
     kind: str  # e.g. "trunk.created", "gateway.deleted", "number.updated", "agent.updated"
     trunk_id: str | None
     agent_id: str | None = None
+    origin: str | None = None  # None: this process; else the node that sent it
 
 
 ChangeCallback = Callable[[Change], None]
@@ -48,8 +50,15 @@ class ChangeNotifier:
 
         return unsubscribe
 
-    def notify(self, kind: str, trunk_id: str | None, agent_id: str | None = None) -> None:
-        change = Change(kind, trunk_id, agent_id)
+    def notify(
+        self,
+        kind: str,
+        trunk_id: str | None,
+        agent_id: str | None = None,
+        *,
+        origin: str | None = None,
+    ) -> None:
+        change = Change(kind, trunk_id, agent_id, origin)
         for callback in list(self._subscribers):
             try:
                 callback(change)
