@@ -97,6 +97,7 @@ class OutboundSettings(_Section):
 
     poll_interval_seconds: float = Field(default=1.0, gt=0)
     ring_timeout_seconds: float = Field(default=120.0, gt=0)
+    heartbeat_seconds: float = Field(default=10.0, gt=0)
 
 
 class SecuritySettings(_Section):
@@ -115,6 +116,7 @@ class WebhooksSettings(_Section):
     poll_interval_seconds: float = Field(default=1.0, gt=0)
     batch_size: int = Field(default=50, ge=1, le=1000)
     lease_seconds: float = Field(default=60.0, gt=0)
+    retention_days: float = Field(default=7.0, gt=0)
     source_address: str = ""
 
 

@@ -284,6 +284,13 @@ def outbound_attempt(result: OutboundAttemptResult) -> None:
     OUTBOUND_ATTEMPT_CHILDREN[result].inc()
 
 
+outbound_claims_swept_total = Counter(
+    "sipedge_outbound_claims_swept_total",
+    "Unfinished outbound calls ended because the dialer holding them stopped its heartbeat.",
+    registry=REGISTRY,
+)
+
+
 class WebhookOutcome(StrEnum):
     DELIVERED = "delivered"  # the receiver answered 2xx
     RETRY = "retry"  # an error, timeout or non-2xx answer: tried again later

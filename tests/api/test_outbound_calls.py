@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -13,7 +13,13 @@ from api.agent_helpers import agent_body, make_agent
 from api.conftest import Api
 from api.helpers import CREDS, MISSING_ID, assert_message, assert_validation, make_trunk
 from sipedge.store.db import make_session_factory
-from sipedge.store.outbound_calls import any_due_calls, claim_due_calls
+from sipedge.store.outbound_calls import (
+    any_due_calls,
+    claim_due_calls,
+    heartbeat_claims,
+    stale_claims,
+    update_call,
+)
 
 FROM = "+14155550100"
 TO = "+12125550123"  # New York
@@ -201,6 +207,36 @@ async def test_claims_are_exclusive(api: Api, alice: httpx.AsyncClient) -> None:
         assert not await any_due_calls(second, now=datetime.now(UTC))
         assert await claim_due_calls(second, now=datetime.now(UTC)) == []
     assert len(got) == 3
+
+
+async def test_claims_carry_their_dialer_and_go_stale_without_its_heartbeat(
+    api: Api, alice: httpx.AsyncClient
+) -> None:
+    agent_id, _ = await setup(alice)
+    runs = [
+        (await place(alice, agent_id=agent_id, recipient_phone_number=TO)).json()["run_id"]
+        for _ in range(3)
+    ]
+    factory = make_session_factory(api.engine)
+    t0 = datetime.now(UTC)
+    async with factory() as session:
+        claimed = await claim_due_calls(session, now=t0, node="dialer-a")
+        await session.commit()
+    assert sorted(c.id for c in claimed) == sorted(runs)
+    later = t0 + timedelta(seconds=30)
+    async with factory() as session:
+        assert await stale_claims(session, before=t0) == []  # stamped at the claim
+        assert sorted(await stale_claims(session, before=later)) == sorted(runs)
+        # a finished call is never stale; another dialer's stamp touches none of a's calls
+        await update_call(session, run_id=runs[2], values={"status": "completed"})
+        assert await heartbeat_claims(session, node="dialer-b", now=later) == 0
+        assert await heartbeat_claims(session, node="dialer-a", now=later) == 2
+        await session.commit()
+    async with factory() as session:
+        assert await stale_claims(session, before=later) == []
+        assert sorted(await stale_claims(session, before=later + timedelta(seconds=1))) == sorted(
+            runs[:2]
+        )
 
 
 @pytest.mark.parametrize(

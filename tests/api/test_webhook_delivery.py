@@ -107,6 +107,22 @@ async def test_a_receiver_that_is_down_for_a_while_gets_everything_in_order(api:
     assert all(state == "delivered" for _r, _s, state, _a in await _state(api))
 
 
+async def test_delivered_events_are_purged_after_the_retention(api: Api) -> None:
+    agent = await webhook_agent(api)
+    await _write(api, ("r1", agent, "ringing"), ("r2", agent, "ringing"))
+    receiver, clock = Receiver(), Clock()
+    sender = _sender(
+        api, receiver, clock, settings=SETTINGS.model_copy(update={"retention_days": 1.0})
+    )
+    await _drain(api, sender, clock)
+    assert len(receiver.delivered) == 2
+    assert await sender.purge() == 0  # a day is not over yet
+    await _write(api, ("r3", agent, "ringing"))  # still pending when the day is over
+    clock.advance(86_400 + 60)
+    assert await sender.purge() == 2
+    assert [(run, state) for run, _s, state, _a in await _state(api)] == [("r3", "pending")]
+
+
 async def test_backoff_schedule(api: Api) -> None:
     agent = await webhook_agent(api)
     await _write(api, ("r1", agent, "ringing"))

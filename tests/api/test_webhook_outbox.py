@@ -18,6 +18,7 @@ from sipedge.store.webhook_outbox import (
     any_due,
     claim_due,
     finish_attempt,
+    purge_finished,
     secret_for,
 )
 
@@ -140,6 +141,23 @@ async def test_an_expired_lease_is_claimable_again_and_the_old_holder_cannot_fin
     assert again.id == row.id
     assert not await _finish(api, row, "crashed", "delivered")
     assert await _finish(api, again, "other", "delivered")
+
+
+async def test_retention_purges_finished_rows_only(api: Api) -> None:
+    agent = await webhook_agent(api)
+    await put(api, [entry("r1", agent), entry("r2", agent), entry("r3", agent)])
+    delivered, failed, retried = sorted(await _claim(api, "t1"), key=lambda r: r.run_id)
+    assert await _finish(api, delivered, "t1", "delivered")
+    assert await _finish(api, failed, "t1", "failed", error="gone")
+    later = T0 + timedelta(seconds=5)
+    assert await _finish(api, retried, "t1", "retry", next_attempt_at=later)
+    async with make_session_factory(api.engine)() as session:
+        assert await purge_finished(session, before=T0) == 0  # not older than T0
+        assert await purge_finished(session, before=T0 + timedelta(days=1), limit=1) == 1
+        assert await purge_finished(session, before=T0 + timedelta(days=1)) == 1
+        await session.commit()
+    # the pending (retrying) row stays, whatever its age
+    assert [(run_id, status) for run_id, _, status, _, _ in await _rows(api)] == [("r3", "ringing")]
 
 
 async def test_two_senders_never_claim_the_same_row(api: Api) -> None:

@@ -101,6 +101,15 @@ class OutboundEnv:
         run_id: str = response.json()["run_id"]
         return run_id
 
+    async def ringing_call(self, agent_id: str, gateway_port: int) -> tuple[str, str]:
+        """A trunk on the gateway at ``gateway_port`` and a call to it, once it rings:
+        (trunk id, run id)."""
+        trunk_id = await self.trunk(agent_id, [("127.0.0.1", gateway_port)])
+        run_id = await self.place(agent_id)
+        ringing = await self.wait_status(run_id, lambda s: s == "ringing")
+        assert ringing["status"] == "ringing", ringing
+        return trunk_id, run_id
+
     async def state(self, run_id: str) -> dict[str, Any]:
         response = await self.client.get(f"/call/{run_id}")
         assert response.status_code == 200, response.text

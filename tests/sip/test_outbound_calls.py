@@ -5,7 +5,7 @@ answer to a SIPp agent. Each case asserts the call's status through the API, the
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from harness import free_port
@@ -13,6 +13,7 @@ from inbound_env import messages
 from outbound_env import FROM, agent, blackhole, carrier, drained, ok, running
 
 from sipedge.metrics import REGISTRY
+from sipedge.runtime.dialer import EDGE_LOST, STALE_HEARTBEATS
 
 pytestmark = [
     pytest.mark.sipp,
@@ -217,10 +218,7 @@ async def test_hangup_while_ringing_cancels(tmp_path) -> None:
     async with running(str(tmp_path)) as env:
         agent_id = await env.agent_id()
         async with carrier(env, "uas-carrier-ring-cancel.xml") as gw:
-            trunk_id = await env.trunk(agent_id, [("127.0.0.1", gw.port)])
-            run_id = await env.place(agent_id)
-            ringing = await env.wait_status(run_id, lambda s: s == "ringing")
-            assert ringing["status"] == "ringing"
+            trunk_id, run_id = await env.ringing_call(agent_id, gw.port)
             assert (await env.client.post(f"/call/{run_id}/hangup")).status_code == 200
             state = await env.wait_status(run_id)
             result = await gw.wait(timeout=10)
@@ -236,10 +234,7 @@ async def test_callee_that_never_answers_is_cancelled_at_the_ring_timeout(tmp_pa
     async with running(str(tmp_path), ring_timeout=1.0) as env:
         agent_id = await env.agent_id()
         async with carrier(env, "uas-carrier-ring-cancel.xml") as gw:
-            trunk_id = await env.trunk(agent_id, [("127.0.0.1", gw.port)])
-            run_id = await env.place(agent_id)
-            ringing = await env.wait_status(run_id, lambda s: s == "ringing")
-            assert ringing["status"] == "ringing"
+            trunk_id, run_id = await env.ringing_call(agent_id, gw.port)
             rang_at = asyncio.get_running_loop().time()
             state = await env.wait_status(run_id)
             waited = asyncio.get_running_loop().time() - rang_at
@@ -250,6 +245,29 @@ async def test_callee_that_never_answers_is_cancelled_at_the_ring_timeout(tmp_pa
         assert env.channels(trunk_id) == 0
         record = record_of(env, run_id)
         assert record.answered_at is None and record.final_sip_code == 487
+
+
+async def test_a_dialer_that_died_leaves_no_call_in_progress(tmp_path) -> None:
+    # Its calls stop being stamped; another dialer (another process or node) ends them
+    # "failed", reason "edge lost", once they are STALE_HEARTBEATS intervals old.
+    async with running(str(tmp_path)) as env:
+        agent_id = await env.agent_id()
+        async with carrier(env, "uas-carrier-ring-cancel.xml") as gw:
+            _trunk_id, run_id = await env.ringing_call(agent_id, gw.port)
+            crashed = env.dialer
+            await crashed.stop()  # as if its process were gone: no more stamps
+            survivor = env.make_dialer()  # type: ignore[misc]
+            assert survivor.node_id != crashed.node_id
+            assert await survivor.keep_claims() == []  # stamped recently: not stale yet
+            env.clock[0] += timedelta(seconds=STALE_HEARTBEATS * 10.0 + 1)
+            assert await survivor.keep_claims() == [run_id]
+            state = await env.state(run_id)
+            assert (state["status"], state["reason"]) == ("failed", EDGE_LOST), state
+            assert state["ended_at"] is not None
+            assert await survivor.keep_claims() == []  # ended once
+            crashed.calls[run_id].hangup()  # let the SIPp carrier finish its scenario
+            result = await gw.wait(timeout=10)
+        assert ok(result), result.output
 
 
 async def test_hangup_in_progress_ends_both_legs(tmp_path) -> None:

@@ -5,8 +5,10 @@ The API only writes rows; in ``serve`` it also signals ``call.queued`` / ``call.
 the in-process ``ChangeNotifier`` (``wake``), and every ``poll_interval`` the dialer looks anyway
 (the ``sip`` role has no API beside it). Claims are compare-and-set on ``claimed_at``, so several
 SIP processes never place one call twice. Scheduled calls live in the database: a restarted dialer
-finds them with its first poll. Status changes from the call path are queued (never awaited there)
-and written in order by the dialer's task. The trunk password is read here at dial time and handed
+finds them with its first poll. Each dialer stamps the calls it holds every ``heartbeat_interval``
+(``claimed_by``, ``heartbeat_at``), and ends other dialers' calls whose stamps stopped: a crashed
+process leaves no call "in-progress" for ever. Status changes from the call path are queued (never
+awaited there) and written in order by the dialer's task. The trunk password is read here at dial time and handed
 only to the call's digest answer.
 """
 
@@ -15,8 +17,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
+import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -24,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sipedge.edge.channels import ChannelLease
 from sipedge.edge.inbound import InboundRoute
 from sipedge.edge.snapshot import AgentView, GatewayView, NumberView, RoutingSnapshot
-from sipedge.metrics import OutboundAttemptResult, outbound_attempt
+from sipedge.metrics import OutboundAttemptResult, outbound_attempt, outbound_claims_swept_total
 from sipedge.runtime.edge_app import SipEdge
 from sipedge.runtime.outbound_call import OutboundCall, OutboundSetup
 from sipedge.runtime.ports import CallRecordEvent, SnapshotSource
@@ -42,6 +46,8 @@ log = logging.getLogger(__name__)
 FLUSH_DELAY = 0.02  # seconds a status change waits for others to share its write
 CLAIM_DELAY = 0.01  # seconds a wake-up waits for more new calls to share one claim
 CALL_HANGUP = "call.hangup"
+STALE_HEARTBEATS = 3  # a dialer silent this many heartbeat intervals is gone: its calls end
+EDGE_LOST = "edge lost"  # the reason of a call whose dialer died
 Resolve = Callable[[GatewayView, str], Awaitable[list[Address]]]
 
 
@@ -58,6 +64,8 @@ class Dialer:
         refresh: Callable[[], Awaitable[bool]] | None = None,
         now: Callable[[], datetime] = utcnow,
         poll_interval: float = 1.0,
+        heartbeat_interval: float = 10.0,
+        node_id: str | None = None,
     ) -> None:
         self._sessions = sessions
         self._edge = edge
@@ -66,6 +74,9 @@ class Dialer:
         self._refresh = refresh
         self._now = now
         self._poll_interval = poll_interval
+        self._heartbeat_interval = heartbeat_interval
+        self._last_heartbeat = float("-inf")
+        self.node_id = node_id or secrets.token_hex(8)  # claimed_by of the calls it holds
         self._updates: list[tuple[str, dict[str, Any]]] = []
         self._flush_lock = asyncio.Lock()  # batches are written one after another, in order
         self._flushing: asyncio.Task[None] | None = None
@@ -146,6 +157,12 @@ class Dialer:
                 await self.poll()
             except Exception:
                 log.exception("dialer poll failed")
+            if time.monotonic() - self._last_heartbeat >= self._heartbeat_interval:
+                self._last_heartbeat = time.monotonic()
+                try:
+                    await self.keep_claims()
+                except Exception:
+                    log.exception("dialer heartbeat failed")
         await self.flush()
 
     # --- one round -----------------------------------------------------------------------------
@@ -172,7 +189,7 @@ class Dialer:
             # Most polls find nothing: a read says so without the claim's UPDATE (write lock).
             if not await repo.any_due_calls(session, now=now):
                 return
-            rows = await repo.claim_due_calls(session, now=now)
+            rows = await repo.claim_due_calls(session, now=now, node=self.node_id)
             await session.commit()  # the claim alone holds SQLite's write lock, briefly
             # Only trunks the snapshot knows to have credentials are read (none: no statement).
             trunks = self._snapshots.current.trunks
@@ -185,6 +202,31 @@ class Dialer:
         for row in rows:
             await self._place(row, credentials.get(row.trunk_id))
         await self.flush()
+
+    async def keep_claims(self) -> list[str]:
+        """Stamp the calls this dialer holds (it is alive), and end the unfinished calls of
+        dialers that stopped stamping theirs ``STALE_HEARTBEATS`` intervals ago (a crashed
+        process, a lost node): "failed", reason "edge lost", their webhooks queued as for any
+        status. Returns the run ids it ended. Their channels were the dead process's own
+        (single-node counts), so there is nothing to release here."""
+        now = self._now()
+        before = now - timedelta(seconds=STALE_HEARTBEATS * self._heartbeat_interval)
+        async with self._sessions() as session:
+            if self.calls:
+                await repo.heartbeat_claims(session, node=self.node_id, now=now)
+            stale = [
+                run_id
+                for run_id in await repo.stale_claims(session, before=before)
+                if run_id not in self.calls  # ours, if our own stamps failed: we still hold it
+            ]
+            if stale:
+                ended = {"status": "failed", "reason": EDGE_LOST, "ended_at": now}
+                await write_call_updates(session, [(r, ended) for r in stale], now=now)
+            await session.commit()
+        if stale:
+            outbound_claims_swept_total.inc(len(stale))
+            log.warning("ended %d outbound calls whose dialer is gone", len(stale))
+        return stale
 
     async def _snapshot_with(self, row: ClaimedCall) -> RoutingSnapshot:
         snapshot = self._snapshots.current

@@ -112,6 +112,7 @@ async def _sip_edge(
         resolve=gateway_dns.resolve,
         refresh=loader.load,
         poll_interval=settings.outbound.poll_interval_seconds,
+        heartbeat_interval=settings.outbound.heartbeat_seconds,
     )
     stop_waking = notifier.subscribe(dialer.wake)
     try:

@@ -24,6 +24,7 @@ import ipaddress
 import logging
 import random
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,11 +39,21 @@ from sipedge.metrics import WEBHOOK_CHILDREN, WebhookOutcome
 from sipedge.runtime.webhook_payload import backoff_delay, signed_headers
 from sipedge.store.types import new_id, utcnow
 from sipedge.store.webhook_models import WebhookOutbox
-from sipedge.store.webhook_outbox import Outcome, any_due, claim_due, finish_attempt, secret_for
+from sipedge.store.webhook_outbox import (
+    Outcome,
+    any_due,
+    claim_due,
+    finish_attempt,
+    purge_finished,
+    secret_for,
+)
 
 __all__ = ["Attempt", "WebhookSender"]
 
 log = logging.getLogger(__name__)
+
+PURGE_EVERY = 3600.0  # seconds between two purges of the outbox (see purge)
+PURGE_BATCH = 1000  # rows per DELETE: a purge never holds the loop or the write lock long
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 _PRIVATE_TARGET = "webhook host resolves to a private, loopback or link-local address"
@@ -123,8 +134,30 @@ class WebhookSender:
             await self._client.aclose()
             self._client = None
 
-    async def _run(self) -> None:
+    async def purge(self) -> int:
+        """Delete the delivered and failed rows older than `retention_days`, in bounded
+        statements (the loop serves calls between them). Returns the count."""
+        before = self._clock() - timedelta(days=self.settings.retention_days)
+        purged = 0
         while not self._stopping:
+            async with self._sessions() as session:
+                count = await purge_finished(session, before=before, limit=PURGE_BATCH)
+                await session.commit()
+            purged += count
+            if count < PURGE_BATCH:
+                break
+        return purged
+
+    async def _run(self) -> None:
+        next_purge = 0.0
+        while not self._stopping:
+            if time.monotonic() >= next_purge:
+                next_purge = time.monotonic() + PURGE_EVERY
+                try:
+                    if purged := await self.purge():
+                        log.info("purged %d delivered or failed webhook events", purged)
+                except Exception:
+                    log.warning("webhook outbox purge failed", exc_info=True)
             try:
                 handled = await self.run_once()
             except Exception:  # a database hiccup: log, wait, try again

@@ -243,8 +243,9 @@ class OutboundCall(_Row, _Owned, Base):
     """A call placed through `POST /call` (SPEC §5 Outbound); `id` is its `run_id`.
 
     The API writes it `queued` (or `scheduled` with `scheduled_at`); the dialer of a SIP process
-    claims it (compare-and-set on `claimed_at`) and moves `status` as the call progresses. A hangup
-    asked through the API while the call is with a dialer sets `hangup_requested`.
+    claims it (compare-and-set on `claimed_at`, its node id in `claimed_by`) and moves `status` as
+    the call progresses, touching `heartbeat_at` while it lives. A hangup asked through the API
+    while the call is with a dialer sets `hangup_requested`.
     """
 
     __tablename__ = "outbound_calls"
@@ -255,6 +256,7 @@ class OutboundCall(_Row, _Owned, Base):
             name="status",
         ),
         Index("ix_outbound_calls_status_scheduled", "status", "scheduled_at"),
+        Index("ix_outbound_calls_claimed_by", "claimed_by"),
     )
 
     agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id"))
@@ -266,6 +268,8 @@ class OutboundCall(_Row, _Owned, Base):
     status: Mapped[str] = mapped_column(String(20), default="queued")
     scheduled_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     claimed_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    claimed_by: Mapped[str | None] = mapped_column(String(32))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     hangup_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     answered_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

@@ -65,8 +65,10 @@ __all__ = [
     "get_call",
     "get_call_view",
     "hangups_requested",
+    "heartbeat_claims",
     "next_scheduled_at",
     "request_hangup",
+    "stale_claims",
     "trunk_credentials",
     "trunks_credentials",
     "update_call",
@@ -381,10 +383,10 @@ _CLAIMED = tuple(_TABLE.c[f.name] for f in fields(ClaimedCall))
 
 
 async def claim_due_calls(
-    session: AsyncSession, *, now: datetime, limit: int = 100
+    session: AsyncSession, *, now: datetime, limit: int = 100, node: str | None = None
 ) -> list[ClaimedCall]:
-    """Queued calls and scheduled ones whose time has come, claimed for this dialer, oldest
-    first; the caller commits.
+    """Queued calls and scheduled ones whose time has come, claimed for the dialer ``node``
+    (its heartbeat starts now), oldest first; the caller commits.
 
     One statement: `UPDATE ... WHERE id IN (due rows) AND <still due> RETURNING ...`. The outer
     condition is re-checked on each row as it is updated (PostgreSQL re-evaluates it on a row
@@ -402,12 +404,44 @@ async def claim_due_calls(
     result = await session.execute(
         update(_TABLE)
         .where(_TABLE.c.id.in_(due.scalar_subquery()), _due(now))
-        .values(claimed_at=now, status="queued", updated_at=now)
+        .values(claimed_at=now, claimed_by=node, heartbeat_at=now, status="queued", updated_at=now)
         .returning(*_CLAIMED)
     )
     claimed = [ClaimedCall(*row) for row in result]
     claimed.sort(key=lambda call: call.created_at)
     return claimed
+
+
+# Claimed and not finished: a dialer holds the call (it stays "queued" until it rings).
+_HELD = (
+    _TABLE.c.claimed_at.is_not(None),
+    _TABLE.c.status.in_(("queued", "ringing", "in-progress")),
+    _TABLE.c.is_deleted == false(),
+)
+
+
+async def heartbeat_claims(session: AsyncSession, *, node: str, now: datetime) -> int:
+    """The dialer ``node`` is alive: stamp every unfinished call it holds. Returns the count;
+    the caller commits."""
+    result = await session.execute(
+        update(_TABLE).where(_TABLE.c.claimed_by == node, *_HELD).values(heartbeat_at=now)
+    )
+    return cast(CursorResult[Any], result).rowcount
+
+
+async def stale_claims(session: AsyncSession, *, before: datetime, limit: int = 100) -> list[str]:
+    """Unfinished calls whose dialer has not stamped them since ``before`` (it died, or lost the
+    database): their run ids, oldest claim first. On PostgreSQL the rows stay locked until the
+    caller's commit (`FOR UPDATE SKIP LOCKED`), so two sweepers never end one call twice."""
+    last_seen = func.coalesce(_TABLE.c.heartbeat_at, _TABLE.c.claimed_at)
+    rows = await session.execute(
+        select(_TABLE.c.id)
+        .where(*_HELD, last_seen < before)
+        .order_by(_TABLE.c.claimed_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return [run_id for (run_id,) in rows]
 
 
 async def next_scheduled_at(session: AsyncSession) -> datetime | None:

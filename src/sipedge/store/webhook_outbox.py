@@ -18,9 +18,21 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal, cast
 
-from sqlalchemy import and_, bindparam, exists, false, func, insert, or_, select, update
+from sqlalchemy import (
+    CursorResult,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    false,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -40,6 +52,7 @@ __all__ = [
     "enqueue",
     "finish_attempt",
     "insert_first",
+    "purge_finished",
     "secret_for",
 ]
 
@@ -213,6 +226,22 @@ async def claim_due(
         select(row).where(row.lease_owner == token).order_by(row.next_attempt_at, row.seq)
     )
     return list(claimed)
+
+
+async def purge_finished(session: AsyncSession, *, before: datetime, limit: int = 1000) -> int:
+    """Delete up to `limit` delivered or failed rows last changed before `before` (the outbox's
+    retention); pending rows are never touched. Returns the count; the caller commits."""
+    row = WebhookOutbox
+    doomed = (
+        select(row.id)
+        .where(row.state.in_(("delivered", "failed")), row.updated_at < before)
+        .limit(limit)
+        .scalar_subquery()
+    )
+    result = await session.execute(
+        delete(row).where(row.id.in_(doomed)).execution_options(synchronize_session=False)
+    )
+    return cast(CursorResult[Any], result).rowcount
 
 
 async def finish_attempt(
