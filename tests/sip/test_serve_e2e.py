@@ -61,39 +61,16 @@ def served(tmp_path: Path) -> Iterator[Served]:
         "SIPEDGE_SECURITY__UNKNOWN_SOURCE": "reject",
         "SIPEDGE_LOGGING__LEVEL": "WARNING",
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sipedge.cli", "serve"],
-        cwd=tmp_path,  # no config/sipedge.toml here: defaults + the environment above
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    # cwd: no config/sipedge.toml there, so defaults + the environment above
+    proc = _start("serve", env, tmp_path, capture=True)
     served = Served(proc, http_port, sip_port, agent_port)
     try:
         deadline = time.monotonic() + 30
-        assert proc.stdout is not None
-        while not served.token and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line and proc.poll() is not None:
-                break
-            if match := TOKEN_LINE.search(line):
-                served.token = match.group(1)
-        assert served.token, "serve printed no first token"
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{served.api}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        served.token = _first_token(proc, deadline)
+        _wait_http(f"{served.api}/healthz", deadline)
         yield served
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _stop(proc)
 
 
 def _agent_body() -> dict[str, object]:
@@ -213,13 +190,7 @@ def test_the_sip_role_serves_its_metrics(tmp_path: Path) -> None:
         "SIPEDGE_SIP__PORT": str(sip_port),
         "SIPEDGE_LOGGING__LEVEL": "WARNING",
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sipedge.cli", "sip"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = _start("sip", env, tmp_path)
     try:
         body, deadline = "", time.monotonic() + 30
         while not body and time.monotonic() < deadline and proc.poll() is None:
@@ -231,21 +202,19 @@ def test_the_sip_role_serves_its_metrics(tmp_path: Path) -> None:
         assert "sipedge_sip_limit_hits_total" in body, proc.poll()
         assert "sipedge_snapshot_version" in body
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _stop(proc)
     assert proc.returncode == 0
 
 
-def _start(role: str, env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+def _start(
+    role: str, env: dict[str, str], cwd: Path, *, capture: bool = False
+) -> subprocess.Popen[str]:
+    """``sipedge <role>``; ``capture`` pipes its output (to read the first token from)."""
     return subprocess.Popen(
         [sys.executable, "-m", "sipedge.cli", role],
         cwd=cwd,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
         text=True,
     )
@@ -268,7 +237,7 @@ def _first_token(proc: subprocess.Popen[str], deadline: float) -> str:
             break
         if match := TOKEN_LINE.search(line):
             return match.group(1)
-    raise AssertionError("the api process printed no first token")
+    raise AssertionError("the process printed no first token")
 
 
 def _wait_http(url: str, deadline: float) -> None:
@@ -325,7 +294,8 @@ async def test_separate_api_and_sip_processes_share_changes_on_postgresql(
         "SIPEDGE_LOGGING__LEVEL": "WARNING",
         "SIPEDGE_AGENTS__ENDPOINT": f"sip:127.0.0.1:{free_port('udp')}",
     }
-    api_proc = _start("api", {**base, "SIPEDGE_HTTP__PORT": str(http_port)}, tmp_path)
+    api_env = {**base, "SIPEDGE_HTTP__PORT": str(http_port)}
+    api_proc = _start("api", api_env, tmp_path, capture=True)
     sip_proc: subprocess.Popen[str] | None = None
     try:
         deadline = time.monotonic() + 60
