@@ -13,7 +13,8 @@ For each target, in one run, with the same SIPp scenarios (bench/scenarios/) and
    the CPU the target used per call in that step (/proc utime+stime);
 3. memory: ``--held-calls`` calls held ``--hold-seconds`` at once; PSS delta / calls, and the
    PSS after they end;
-4. sipedge only: py-spy profiles at its ramp limit (flame graph SVG and collapsed stacks).
+4. sipedge only: py-spy profiles at its ramp limit, once the failed steps' transactions are
+   gone (flame graph SVG and collapsed stacks).
 
 sipedge runs as the real `sipedge sip` process against a throwaway SQLite database prepared
 through the admin API (bench/sipedge_setup.py).
@@ -469,6 +470,10 @@ def run_target(name: str, args: argparse.Namespace, workdir: Path) -> Result:
                     args.retries,
                 )
                 if name.startswith("sipedge") and args.profile and result.max_rate:
+                    # After the ramp's failed steps their transactions' timers fire for 32 s
+                    # (64*T1): that clean-up must not fill the profile. The same process (a
+                    # fresh one, cold, does not sustain the top rate at once).
+                    time.sleep(DRAIN_SECONDS)
                     profile(target, result.max_rate, args.step_seconds, workdir, result)
             if args.held_calls and name != "direct":
                 # A fresh process: after the ramp, freed memory stays in the allocator's arenas
