@@ -121,7 +121,11 @@ class WebhooksSettings(_Section):
 
 
 class RedisSettings(_Section):
+    """Cluster-wide channel counts (SPEC §7; see runtime/cluster_channels.py)."""
+
     url: str = ""
+    lease_seconds: float = Field(default=60.0, ge=3)
+    timeout_seconds: float = Field(default=0.5, gt=0)
 
 
 class LoggingSettings(_Section):

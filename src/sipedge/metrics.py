@@ -284,6 +284,14 @@ def outbound_attempt(result: OutboundAttemptResult) -> None:
     OUTBOUND_ATTEMPT_CHILDREN[result].inc()
 
 
+channel_store_errors_total = Counter(
+    "sipedge_channel_store_errors_total",
+    "Cluster-wide channel store (Redis) operations that failed; calls were admitted on the "
+    "node's own count.",
+    ["op"],
+    registry=REGISTRY,
+)
+
 outbound_claims_swept_total = Counter(
     "sipedge_outbound_claims_swept_total",
     "Unfinished outbound calls ended because the dialer holding them stopped its heartbeat.",

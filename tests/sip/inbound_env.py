@@ -21,6 +21,7 @@ from sipp_runner import SippResult, sipp, wait_bound
 from sipedge.config import Settings
 from sipedge.edge.channels import ChannelLimiter
 from sipedge.edge.snapshot import AgentView, NumberView, RoutingSnapshot, TrunkView, build_snapshot
+from sipedge.runtime.cluster_channels import ChannelStore, ClusterChannels
 from sipedge.runtime.edge_app import SipEdge
 from sipedge.runtime.ports import CallRecordEvent, CallStatusSink
 
@@ -129,18 +130,26 @@ async def running_edge(
     snap: RoutingSnapshot | None = None,
     *,
     statuses: CallStatusSink | None = None,
+    channel_store: ChannelStore | None = None,
     **sip: object,
 ) -> AsyncIterator[Env]:
+    """An edge on its own ports; with ``channel_store`` its channel counts are cluster-wide
+    (``ClusterChannels`` over that store, as ``redis.url`` sets up)."""
     agent_port = free_port("udp")
     snapshots = Snapshots(snap or snapshot())
+    limiter = ChannelLimiter()
+    cluster = None
+    if channel_store is not None:
+        cluster = ClusterChannels(channel_store, limiter, lease_seconds=60.0, timeout=0.5)
     env = Env(
         edge=SipEdge(
             settings(agent_port, **sip),
             snapshots=snapshots,
-            limiter=(limiter := ChannelLimiter()),
+            limiter=limiter,
             records=(records := Records()),
             activity=(activity := Activity()),
             statuses=statuses,
+            cluster=cluster,
         ),
         snapshots=snapshots,
         limiter=limiter,
@@ -154,6 +163,8 @@ async def running_edge(
         yield env
     finally:
         await env.edge.stop()
+        if cluster is not None:
+            await cluster.stop()  # the releases of the calls stop() ended reach the store
 
 
 def carrier_args(env: Env, scenario: str, *, service: str = NUMBER, tcp: bool = False) -> list[str]:

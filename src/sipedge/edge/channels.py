@@ -84,6 +84,13 @@ class ChannelLimiter:
         """Channels in use on ``trunk_id`` (the trunk API's ``active_calls`` on one node)."""
         return self._active.get(trunk_id, 0)
 
+    def held(self) -> dict[str, list[str]]:
+        """Trunk id -> the call ids holding its channels (the leases a node refreshes)."""
+        by_trunk: dict[str, list[str]] = {}
+        for call_id, trunk_id in self._leases.items():
+            by_trunk.setdefault(trunk_id, []).append(call_id)
+        return by_trunk
+
     def calls_on(self, trunk_id: str) -> tuple[str, ...]:
         """Call ids holding ``trunk_id``'s channels (to end them when the trunk is deleted)."""
         return tuple(c for c, t in self._leases.items() if t == trunk_id)

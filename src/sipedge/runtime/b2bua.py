@@ -400,7 +400,7 @@ class Call:
         answer_pending(self.carrier)
         answer_pending(self.agent)
         self.svc.forget(self)
-        self.svc.limiter.release(self.route.lease.call_id)
+        self.svc.release_channel(self.route.trunk.id, self.route.lease.call_id)
         active_calls.dec()
         ENDING_CHILDREN[reason].inc()
         route = self.route

@@ -247,7 +247,13 @@ class Dialer:
         if row.hangup_requested:
             self.report(run_id, {"status": "canceled", "reason": "canceled", "ended_at": started})
             return
-        if not svc.limiter.try_acquire(trunk.id, trunk.channels, run_id):
+        held = svc.limiter.try_acquire(trunk.id, trunk.channels, run_id)
+        if held and svc.cluster is not None:
+            # The limit is cluster-wide: the other nodes' calls on this trunk count too.
+            held = await svc.cluster.confirm(trunk.id, trunk.channels, run_id)
+            if not held:
+                svc.limiter.release(run_id)
+        if not held:
             outbound_attempt(OutboundAttemptResult.CHANNELS)
             self._refuse(row, started, 486, "channel limit reached", record=True)
             return
@@ -280,7 +286,7 @@ class Dialer:
             call = OutboundCall(svc, setup, trunk.gateways)
         except Exception:
             log.exception("cannot place outbound call %s", run_id)
-            svc.limiter.release(run_id)
+            svc.release_channel(trunk.id, run_id)
             self._refuse(row, started, 500, "internal error")
             return
         self.calls[run_id] = call

@@ -32,6 +32,7 @@ from sipedge.metrics import (
     flood_bans_total,
     snapshot_version,
 )
+from sipedge.runtime.cluster_channels import ClusterChannels
 from sipedge.runtime.handlers import EdgeHandler
 from sipedge.runtime.legs import CallTimeouts, EdgeServices
 from sipedge.runtime.ports import ActivitySink, CallRecordSink, CallStatusSink, SnapshotSource
@@ -68,8 +69,10 @@ class SipEdge:
         records: CallRecordSink,
         activity: ActivitySink,
         statuses: CallStatusSink | None = None,
+        cluster: ClusterChannels | None = None,
     ) -> None:
         self.settings = settings
+        self.cluster = cluster  # cluster-wide channel counts (redis.url); None: this node's own
         self.snapshots = snapshots
         self.limiter = limiter
         self.records = records
@@ -156,6 +159,7 @@ class SipEdge:
             records=self.records,
             activity=self.activity,
             statuses=self.statuses,
+            cluster=self.cluster,
         )
         self._svc = svc
         layer.tu = EdgeHandler(

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sipedge.edge.carrier_acl import UnknownSourcePolicy
+from sipedge.edge.channels import channels_reject
 from sipedge.edge.decisions import Accept, Drop, Reject
 from sipedge.edge.flood import FloodGuard
 from sipedge.edge.inbound import (
@@ -48,7 +50,7 @@ from sipedge.runtime.relay import (
 from sipedge.runtime.responses import ALLOW, edge_warning, render_reject, respond
 from sipedge.sip.errors import SipError
 from sipedge.sip.message import Request, Response
-from sipedge.sip.transaction import TerminationReason
+from sipedge.sip.transaction import TerminationReason, TxState
 from sipedge.sip.uri import SipUri, TelUri
 from sipedge.stack.transactions import (
     AnyTransaction,
@@ -63,6 +65,20 @@ log = logging.getLogger(__name__)
 
 _IN_DIALOG = frozenset({"BYE", "ACK", "CANCEL", "INFO", "UPDATE", "PRACK", "NOTIFY"})
 _ALLOWED = frozenset(m.strip() for m in ALLOW.split(","))
+
+
+@dataclass(frozen=True, slots=True)
+class _NewInvite:
+    """A new INVITE between its policy decision and its answer (which may wait for Redis)."""
+
+    request: Request
+    tx: ServerTransaction
+    tag: str
+    source: tuple[str, int]
+    transport: SipTransport
+    started_at: datetime
+    started_mono: float
+    dialled: tuple[str | None, str, str | None]  # the Request-URI user, its scheme, To's user
 
 
 def render_decision(
@@ -122,6 +138,8 @@ class EdgeHandler:
         self.snapshots = snapshots
         self.unknown_source: UnknownSourcePolicy = unknown_source
         self.observe = observe
+        # Call-ID -> the INVITE whose channel is being confirmed in Redis (redis.url set).
+        self._confirming: dict[str, ServerTransaction] = {}
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -157,6 +175,11 @@ class EdgeHandler:
             found = self.svc.layer.knows_invite(request)
             # §9.2: a CANCEL for an INVITE already answered has no effect but gets its 200.
             tx.respond(respond(request, 200 if found else 481, to_tag=tag))
+            pending = self._confirming.get(request.call_id)
+            if pending is not None and pending is self.svc.layer.find_invite(request):
+                # Its channel is being confirmed in Redis: end it now (§9.2: 487), the
+                # confirmation sees the answered transaction and gives the channel back.
+                pending.respond(respond(pending.request, 487, to_tag=tag))
         elif request.to.tag is not None or method in _IN_DIALOG or method in _ALLOWED:
             tx.respond(respond(request, 481, to_tag=tag))
         else:
@@ -208,9 +231,44 @@ class EdgeHandler:
         decision = evaluate_invite(
             invite, snapshot, svc.limiter, unknown_source=self.unknown_source
         )
+        new = _NewInvite(
+            request, tx, tag, source, transport, started_at, started_mono, (user, scheme, to_user)
+        )
+        if svc.cluster is not None and isinstance(decision, Accept):
+            # The channel is this node's; the trunk's limit is the cluster's: ask Redis first.
+            self._confirming[request.call_id] = tx
+            svc.loop.create_task(self._confirm(decision, new))
+            return
+        self._decided(decision, new)
+
+    async def _confirm(self, decision: Accept[InboundRoute], new: _NewInvite) -> None:
+        svc = self.svc
+        route = decision.route
+        cluster = svc.cluster
+        assert cluster is not None
+        try:
+            held = await cluster.confirm(route.trunk.id, route.trunk.channels, route.lease.call_id)
+        finally:
+            self._confirming.pop(new.request.call_id, None)
+        if new.tx.state is not TxState.PROCEEDING:
+            # CANCELled while we asked (487 sent), or the transaction failed: no call.
+            svc.release_channel(route.trunk.id, route.lease.call_id)
+            return
+        final: InboundDecision = decision
+        if not held:
+            svc.limiter.release(route.lease.call_id)
+            final = channels_reject(
+                route.trunk.id, number_id=route.number.id, agent_id=route.agent.id
+            )
+        self._decided(final, new)
+
+    def _decided(self, decision: InboundDecision, new: _NewInvite) -> None:
+        """Answer, report and, when accepted, start the call."""
+        svc = self.svc
+        request, tx, tag = new.request, new.tx, new.tag
         route = render_decision(decision, request, tx, tag)
         try:
-            self._report(decision, route, request, started_at, (user, scheme, to_user))
+            self._report(decision, route, request, new.started_at, new.dialled)
         except Exception:
             # The sinks must not raise (ports.py); if one does, the call path carries on.
             log.exception("activity/record sink failed")
@@ -222,15 +280,15 @@ class EdgeHandler:
                 route=route,
                 invite=request,
                 tx=tx,
-                source=source,
-                transport=transport,
-                started_at=started_at,
-                started_mono=started_mono,
+                source=new.source,
+                transport=new.transport,
+                started_at=new.started_at,
+                started_mono=new.started_mono,
             )
         except Exception:
             # Never leak the channel the pipeline took, whatever went wrong building the leg.
             log.exception("cannot build the agent leg")
-            svc.limiter.release(route.lease.call_id)
+            svc.release_channel(route.trunk.id, route.lease.call_id)
             tx.respond(respond(request, 503, to_tag=tag))
             return
         svc.register(call)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 from sipedge.edge.channels import ChannelLimiter
 from sipedge.metrics import active_calls
 from sipedge.runtime.call_timers import call_deadlines
+from sipedge.runtime.cluster_channels import ClusterChannels
 from sipedge.runtime.messages import via_value
 from sipedge.runtime.ports import ActivitySink, CallRecordSink, CallStatusSink, NoStatuses
 from sipedge.runtime.responses import contact_value
@@ -87,6 +88,7 @@ class EdgeServices:
         records: CallRecordSink,
         activity: ActivitySink,
         statuses: CallStatusSink | None = None,
+        cluster: ClusterChannels | None = None,
     ) -> None:
         self.loop = loop
         self.layer = layer
@@ -98,6 +100,7 @@ class EdgeServices:
         self.max_call_duration = max_call_duration
         self.timeouts = timeouts
         self.limiter = limiter
+        self.cluster = cluster  # cluster-wide channel counts (redis.url); None: this node only
         self.records = records
         self.activity = activity
         self.statuses: CallStatusSink = statuses if statuses is not None else NoStatuses()
@@ -108,6 +111,12 @@ class EdgeServices:
         self.orphans: dict[str, tuple[Request, Address, SipTransport]] = {}
         self.byes: set[ClientTransaction] = set()  # our BYEs not yet answered (stop() waits)
         self.call_deadlines = call_deadlines(loop)  # every call's CallTimers
+
+    def release_channel(self, trunk_id: str, call_id: str) -> None:
+        """The one way a call gives its channel back: this node's count now, the cluster's
+        lease in the background. Idempotent, like ``ChannelLimiter.release``."""
+        if self.limiter.release(call_id) and self.cluster is not None:
+            self.cluster.release(trunk_id, call_id)
 
     # --- addresses -----------------------------------------------------------------------------
 

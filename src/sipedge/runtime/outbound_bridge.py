@@ -159,7 +159,7 @@ def finish_call(call: OutboundCall, status: str, side: HangupSide, reason: str) 
         if call.svc.calls.get(call_id) is call:
             del call.svc.calls[call_id]
     call.svc.live.pop(call.run_id, None)
-    call.svc.limiter.release(call.route.lease.call_id)
+    call.svc.release_channel(call.route.trunk.id, call.route.lease.call_id)
     active_calls.dec()
     ended_at = datetime.now(UTC)
     code = call.final_code

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Literal
 
+import redis.asyncio
 import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest, start_http_server
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -25,13 +26,15 @@ from sipedge.api.app import create_app
 from sipedge.config import Settings
 from sipedge.edge.channels import ChannelLimiter
 from sipedge.metrics import REGISTRY
-from sipedge.runtime.active_calls import active_calls_from
+from sipedge.runtime.active_calls import ActiveCounter, active_calls_from
 from sipedge.runtime.activity import ActivityTracker
 from sipedge.runtime.call_record_writer import CallRecordWriter
 from sipedge.runtime.change_bridge import PgChangeBridge, supports_notify
+from sipedge.runtime.cluster_channels import ClusterChannels
 from sipedge.runtime.dialer import Dialer
 from sipedge.runtime.edge_app import SipEdge
 from sipedge.runtime.gateway_dns import GatewayDns
+from sipedge.runtime.redis_channels import RedisChannels
 from sipedge.runtime.snapshot_loader import SnapshotLoader
 from sipedge.runtime.webhook_outbox_writer import WebhookOutboxWriter
 from sipedge.runtime.webhook_sender import WebhookSender
@@ -78,10 +81,13 @@ async def _issue_first_token(engine: AsyncEngine) -> str | None:
 @asynccontextmanager
 async def _sip_edge(
     settings: Settings, engine: AsyncEngine, notifier: ChangeNotifier, limiter: ChannelLimiter
-) -> AsyncIterator[SnapshotLoader]:
-    """The SIP edge and the storage-side workers that feed it, stopped in reverse order."""
+) -> AsyncIterator[tuple[SnapshotLoader, ActiveCounter]]:
+    """The SIP edge and the storage-side workers that feed it, stopped in reverse order. Yields
+    the snapshot loader and what counts the trunks' active calls (the cluster's with Redis)."""
     sessions = make_session_factory(engine)
     loader = SnapshotLoader(sessions)
+    cluster = _cluster_channels(settings, limiter, loader)
+    counter: ActiveCounter = cluster if cluster is not None else limiter
     writer = CallRecordWriter(sessions)
     tracker = ActivityTracker(sessions)
     # Call status webhooks: sent from wherever the SIP edge runs (serve, sip), never by `api`.
@@ -103,6 +109,7 @@ async def _sip_edge(
         records=writer,
         activity=tracker,
         statuses=statuses,
+        cluster=cluster,
     )
     gateway_dns = GatewayDns(allow_private=settings.security.allow_private_gateways)
     dialer = Dialer(
@@ -118,13 +125,17 @@ async def _sip_edge(
     try:
         await edge.start()
         dialer.start()
+        if cluster is not None:
+            cluster.start()
         host, port = edge.address
         log.info("SIP edge on %s:%d (udp, tcp); agents at %s", host, port, settings.agents.endpoint)
-        yield loader
+        yield loader, counter
     finally:
         stop_waking()
         await dialer.stop()
         await edge.stop()
+        if cluster is not None:
+            await cluster.stop()  # after the edge: the releases of the calls stop() ended
         await dialer.flush()  # the statuses of the calls stop() ended
         unsubscribe()
         await loader.stop()
@@ -132,6 +143,29 @@ async def _sip_edge(
         await tracker.stop()
         await statuses.stop()  # the final statuses of the calls stop() ended reach the outbox
         await sender.stop()
+
+
+def _cluster_channels(
+    settings: Settings, limiter: ChannelLimiter, loader: SnapshotLoader
+) -> ClusterChannels | None:
+    """Cluster-wide channel counts when ``redis.url`` is set (SPEC §7), else None."""
+    config = settings.redis
+    if not config.url:
+        return None
+    client = redis.asyncio.Redis.from_url(
+        config.url,
+        socket_timeout=config.timeout_seconds,
+        socket_connect_timeout=config.timeout_seconds,
+    )
+    store = RedisChannels(client, lease_seconds=config.lease_seconds)
+    return ClusterChannels(
+        store,
+        limiter,
+        lease_seconds=config.lease_seconds,
+        timeout=config.timeout_seconds,
+        trunks=lambda: loader.current.trunks.keys(),
+        closing=client.aclose,
+    )
 
 
 async def _poll_store(notifier: ChangeNotifier, interval: float) -> None:
@@ -146,7 +180,7 @@ def _api_server(
     settings: Settings,
     engine: AsyncEngine,
     notifier: ChangeNotifier,
-    edge: tuple[ChannelLimiter, SnapshotLoader] | None,
+    edge: tuple[ActiveCounter, SnapshotLoader] | None,
 ) -> uvicorn.Server:
     applied = None
     if edge is not None:
@@ -210,8 +244,9 @@ async def _run(settings: Settings, *, role: Role) -> None:
                 await bridge.start()
                 running.push_async_callback(bridge.stop)
             loader: SnapshotLoader | None = None
+            counter: ActiveCounter = limiter
             if role in ("serve", "sip"):
-                loader = await running.enter_async_context(
+                loader, counter = await running.enter_async_context(
                     _sip_edge(settings, engine, notifier, limiter)
                 )
             worker: asyncio.Task[None]
@@ -227,7 +262,7 @@ async def _run(settings: Settings, *, role: Role) -> None:
                 running.callback(metrics_server.shutdown)
                 log.info("metrics on http://%s:%d/metrics", settings.http.host, settings.http.port)
             else:
-                edge = (limiter, loader) if loader is not None else None
+                edge = (counter, loader) if loader is not None else None
                 server = _api_server(settings, engine, notifier, edge)
                 worker = asyncio.create_task(server.serve())
                 log.info("admin API on http://%s:%d", settings.http.host, settings.http.port)

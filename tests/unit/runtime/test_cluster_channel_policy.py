@@ -1,0 +1,136 @@
+"""ClusterChannels over a fake store: the store's answer wins, failures admit on the node's own
+count (fail open) and are counted, releases run in the background, refresh sends this node's
+leases and keeps the cluster-wide counts the API shows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection, Mapping
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from sipedge.edge.channels import ChannelLimiter
+from sipedge.metrics import REGISTRY
+from sipedge.runtime.cluster_channels import ClusterChannels
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.answer = True
+        self.fail: BaseException | None = None
+        self.delay = 0.0
+        self.released: list[tuple[str, str]] = []
+        self.refreshed: list[dict[str, list[str]]] = []
+        self.counts: dict[str, int] = {}
+
+    async def _maybe_fail(self) -> None:
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.fail is not None:
+            raise self.fail
+
+    async def acquire(self, trunk_id: str, limit: int, call_id: str) -> bool:
+        await self._maybe_fail()
+        return self.answer
+
+    async def release(self, trunk_id: str, call_id: str) -> None:
+        await self._maybe_fail()
+        self.released.append((trunk_id, call_id))
+
+    async def refresh(self, held: Mapping[str, Collection[str]]) -> int:
+        await self._maybe_fail()
+        self.refreshed.append({k: sorted(v) for k, v in held.items()})
+        return sum(len(v) for v in held.values())
+
+    async def active_many(self, trunk_ids: Collection[str]) -> dict[str, int]:
+        await self._maybe_fail()
+        return {t: self.counts.get(t, 0) for t in trunk_ids}
+
+
+def errors(op: str) -> float:
+    value = REGISTRY.get_sample_value("sipedge_channel_store_errors_total", {"op": op})
+    return value or 0.0
+
+
+def cluster(
+    store: FakeStore, limiter: ChannelLimiter | None = None, **kw: object
+) -> ClusterChannels:
+    return ClusterChannels(
+        store,
+        limiter or ChannelLimiter(),
+        lease_seconds=kw.pop("lease_seconds", 60.0),  # type: ignore[arg-type]
+        timeout=kw.pop("timeout", 0.2),  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+async def test_the_stores_answer_decides() -> None:
+    store = FakeStore()
+    channels = cluster(store)
+    assert await channels.confirm("t1", 2, "c1")
+    store.answer = False
+    assert not await channels.confirm("t1", 2, "c2")
+
+
+async def test_a_failing_or_slow_store_admits_and_is_counted() -> None:
+    store = FakeStore()
+    channels = cluster(store, timeout=0.05)
+    before = errors("acquire")
+    store.answer, store.fail = False, RedisConnectionError("down")
+    assert await channels.confirm("t1", 1, "c1")
+    store.fail, store.delay = None, 0.5
+    assert await channels.confirm("t1", 1, "c2")
+    assert errors("acquire") == before + 2
+
+
+async def test_releases_run_in_the_background_and_stop_waits_for_them() -> None:
+    store = FakeStore()
+    closed: list[bool] = []
+
+    async def closing() -> None:
+        closed.append(True)
+
+    channels = cluster(store, closing=closing)
+    channels.release("t1", "c1")
+    assert store.released == []  # not on the caller's time
+    await channels.stop()
+    assert store.released == [("t1", "c1")] and closed == [True]
+
+
+async def test_a_failed_release_is_counted_and_left_to_the_lease() -> None:
+    store = FakeStore()
+    store.fail = RedisConnectionError("down")
+    channels = cluster(store)
+    before = errors("release")
+    channels.release("t1", "c1")
+    await channels.stop()
+    assert errors("release") == before + 1
+
+
+async def test_refresh_sends_this_nodes_leases_and_keeps_the_cluster_counts() -> None:
+    store, limiter = FakeStore(), ChannelLimiter()
+    assert limiter.try_acquire("t1", 5, "c1") and limiter.try_acquire("t1", 5, "c2")
+    assert limiter.try_acquire("t2", 5, "c3")
+    store.counts = {"t1": 4, "t2": 1, "t3": 7}
+    channels = cluster(store, limiter, trunks=lambda: ("t1", "t2", "t3", "t4"))
+    assert channels.active("t3") == 0  # nothing read yet
+    await channels.refresh()
+    assert store.refreshed == [{"t1": ["c1", "c2"], "t2": ["c3"]}]
+    assert [channels.active(t) for t in ("t1", "t2", "t3", "t4")] == [4, 1, 7, 0]
+    assert limiter.try_acquire("t2", 5, "c4") and limiter.try_acquire("t2", 5, "c5")
+    assert channels.active("t2") == 3  # never fewer than this node holds now (c3, c4, c5)
+    store.fail = RedisConnectionError("down")
+    before = errors("refresh")
+    await channels.refresh()
+    assert errors("refresh") == before + 1
+    assert channels.active("t3") == 7  # the last counts stand
+
+
+async def test_start_refreshes_every_third_of_the_lease() -> None:
+    store, limiter = FakeStore(), ChannelLimiter()
+    assert limiter.try_acquire("t1", 5, "c1")
+    channels = cluster(store, limiter, lease_seconds=0.15)
+    channels.start()
+    await asyncio.sleep(0.28)
+    await channels.stop()
+    assert len(store.refreshed) >= 4
