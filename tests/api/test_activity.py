@@ -120,7 +120,7 @@ async def test_a_carrier_failing_before_any_crossing_keeps_waiting(
     tid = (await make_trunk(alice))["id"]
     tracker = _tracker(api)
     for _ in range(3):
-        tracker.outbound_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
+        tracker.call_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
     await tracker.flush()
     assert (await _trunk(alice, tid))["health"] == "waiting_for_carrier"
 
@@ -131,17 +131,17 @@ async def test_three_carrier_failures_degrade_and_an_answer_restores(
     tid = (await make_trunk(alice))["id"]
     tracker = _tracker(api)
     tracker.call_crossed(trunk_id=tid, number_id=None, direction="outbound", at=T0)
-    tracker.outbound_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
-    tracker.outbound_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
+    tracker.call_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
+    tracker.call_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
     await tracker.flush()
     assert (await _trunk(alice, tid))["health"] == "ready"
-    tracker.outbound_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
+    tracker.call_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
     await tracker.flush()
     assert (await _trunk(alice, tid))["health"] == "degraded"
-    tracker.outbound_outcome(trunk_id=tid, outcome="busy", at=T0)  # the callee's answer
+    tracker.call_outcome(trunk_id=tid, outcome="busy", at=T0)  # the callee's answer
     await tracker.flush()
     assert (await _trunk(alice, tid))["health"] == "degraded"
-    tracker.outbound_outcome(trunk_id=tid, outcome="answered", at=T0)
+    tracker.call_outcome(trunk_id=tid, outcome="answered", at=T0)
     await tracker.flush()
     assert (await _trunk(alice, tid))["health"] == "ready"
 
@@ -151,7 +151,7 @@ async def test_health_is_seeded_from_the_stored_state(api: Api, alice: httpx.Asy
     await api.execute("UPDATE trunks SET health_state = 'degraded' WHERE id = :id", id=tid)
     tracker = _tracker(api)
     tracker.call_crossed(trunk_id=tid, number_id=None, direction="inbound", at=T0)
-    tracker.outbound_outcome(trunk_id=tid, outcome="no_answer", at=T0)
+    tracker.call_outcome(trunk_id=tid, outcome="no_answer", at=T0)
     await tracker.flush()
     state = tracker.health(tid)
     assert state is not None and state.health is Health.DEGRADED
@@ -177,7 +177,7 @@ async def test_an_unknown_trunk_does_not_block_the_others(
     tid = (await make_trunk(alice))["id"]
     tracker = _tracker(api)
     tracker.call_crossed(trunk_id=MISSING_ID, number_id=MISSING_ID, direction="inbound", at=T0)
-    tracker.outbound_outcome(trunk_id=MISSING_ID, outcome="answered", at=T0)
+    tracker.call_outcome(trunk_id=MISSING_ID, outcome="answered", at=T0)
     tracker.call_crossed(trunk_id=tid, number_id=None, direction="inbound", at=T0)
     assert await tracker.flush() is True
     assert tracker.health(MISSING_ID) is None

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import inspect
 
-from api.conftest import Api
+from api.conftest import Api, create_pg_database, drop_pg_database
 from sipedge.store.db import async_url, make_engine
-from sipedge.store.migrate import downgrade, schema_diff, upgrade, upgrade_engine
+from sipedge.store.migrate import (
+    downgrade,
+    schema_diff,
+    upgrade,
+    upgrade_async,
+    upgrade_engine,
+)
 from sipedge.store.models import Base
 
 
@@ -70,3 +77,25 @@ def test_downgrade_and_upgrade_again(tmp_path: Path) -> None:
     assert asyncio.run(tables()) == {"alembic_version"}
     upgrade(url)
     assert set(Base.metadata.tables) <= asyncio.run(tables())
+
+
+@pytest.fixture
+def empty_pg_database() -> Iterator[str]:
+    url = create_pg_database()
+    try:
+        yield url
+    finally:
+        drop_pg_database(url)
+
+
+@pytest.mark.postgres
+async def test_nodes_starting_together_migrate_one_after_another(empty_pg_database: str) -> None:
+    # Every role migrates at start (database.auto_migrate): several nodes starting at once on an
+    # empty PostgreSQL must not run the same DDL side by side (an advisory lock serialises them;
+    # the later ones find the schema at head).
+    await asyncio.gather(*(upgrade_async(empty_pg_database) for _ in range(4)))
+    engine = make_engine(empty_pg_database)
+    try:
+        assert await schema_diff(engine) == []
+    finally:
+        await engine.dispose()

@@ -49,7 +49,7 @@ class Activity:
     ) -> None:
         self.crossed.append((trunk_id, number_id))
 
-    def outbound_outcome(self, *, trunk_id: str, outcome: str, at: datetime) -> None:
+    def call_outcome(self, *, trunk_id: str, outcome: str, at: datetime) -> None:
         self.outcomes.append((trunk_id, outcome))
 
 

@@ -184,5 +184,14 @@ async def test_a_cancel_while_the_channel_is_confirmed_ends_the_invite(tmp_path)
                 assert edge.limiter.active("trunk-1") == 0
                 assert store.released == [("trunk-1", "cancel@cluster")]
                 assert edge.edge.active_calls == 0  # no call was started
+                # ... but the INVITE crossed the trunk: its record, as for any CANCELled call
+                (record,) = edge.records.events
+                assert (record.final_sip_code, record.decided_by, record.hangup_side) == (
+                    487,
+                    "canceled",
+                    "carrier",
+                )
+                assert record.carrier_call_id == "cancel@cluster"
+                assert edge.activity.crossed == [("trunk-1", record.number_id)]
         finally:
             transport.close()

@@ -53,6 +53,7 @@ async def test_answered_call_carrier_hangs_up(tmp_path) -> None:
         )
         assert record.from_number == "+14155550999"
         assert env.activity.crossed == [("trunk-1", "number-1")]
+        assert env.activity.outcomes == [("trunk-1", "answered")]  # lifts a degraded trunk
         # The agent saw this call's run id; the carrier saw one Via (its own) in every response.
         assert f"X-Sipedge-Run-Id: {record.run_id}" in messages(
             env.workdir, "uas-answer-wait-bye.xml"

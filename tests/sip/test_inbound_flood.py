@@ -82,4 +82,17 @@ async def test_invite_admission_cap_answers_503_with_retry_after(tmp_path) -> No
         assert env.channels_in_use() == 0
 
 
+async def test_transaction_cap_answers_503_naming_the_rule(tmp_path) -> None:
+    # sip.max_transactions: the layer's stateless 503 carries the same Retry-After and Warning
+    # as the INVITE cap's (SPEC §5: every 503 names the rule that decided it).
+    async with running_edge(
+        str(tmp_path), max_transactions=1, flood={"retry_after_seconds": 9}
+    ) as env:
+        got = await asyncio.to_thread(_burst, ("127.0.0.1", env.port), "127.0.0.1", 3, 0.5)
+        busy = [d for d in got if d.startswith(b"SIP/2.0 503")]
+        assert busy, statuses(got)
+        assert all(b"Retry-After: 9" in d for d in busy)
+        assert all(b'Warning: 399 sipedge "overloaded"' in d for d in busy)
+
+
 pytestmark = pytest.mark.sipp

@@ -69,6 +69,7 @@ async def test_rule_refuses_with_warning_and_record(
         assert env.channels_in_use() == 0
         refusal_record(env, code, rule)
         assert env.activity.crossed == [("trunk-1", env.records.events[0].number_id)]
+        assert env.activity.outcomes == []  # a refused call is no health outcome
     assert sample("sipedge_inbound_invites_total", action="rejected", outcome=rule) == before + 1
 
 

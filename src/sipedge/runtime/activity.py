@@ -1,6 +1,6 @@
 """Trunk and number activity: `last_*_at` and trunk health, written in the background.
 
-The call path calls `call_crossed` / `outbound_outcome`; both only touch dictionaries and a
+The call path calls `call_crossed` / `call_outcome`; both only touch dictionaries and a
 bounded queue. `last_inbound_at` / `last_outbound_at` are taken at most once per `throttle` per
 row and column (SPEC §4: at most once a minute); health follows `edge.health.transition`, each
 trunk's state seeded from its stored `health_state` the first time it is seen. A background task
@@ -96,7 +96,7 @@ class ActivityTracker:
         )
         self._outcomes.append((trunk_id, outcome))
 
-    def outbound_outcome(self, *, trunk_id: str, outcome: str, at: datetime) -> None:
+    def call_outcome(self, *, trunk_id: str, outcome: str, at: datetime) -> None:
         self._outcomes.append((trunk_id, health_outcome(outcome)))
 
     def _take(self, key: Key, at: datetime) -> None:

@@ -256,6 +256,10 @@ class Call:
         self.final_code = ok.status
         self._to_carrier(ok)
         self.status.answered(ok.status)
+        # An answered call lifts a degraded trunk, whichever way it went (SPEC §5 health).
+        self.svc.activity.call_outcome(
+            trunk_id=self.route.trunk.id, outcome="answered", at=self.answered_at
+        )
         self.send_2xx(self.carrier, self.invite_tx, ok)
         self.timers.start("max", self.svc.max_call_duration, self._max_duration)
         self._keep_skeletons()

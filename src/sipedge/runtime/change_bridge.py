@@ -67,7 +67,8 @@ class PgChangeBridge:
         self._reconnect_delay = reconnect_delay
         self._unsubscribe: Any = None
         self._listener: asyncio.Task[None] | None = None
-        self._sends: set[asyncio.Task[None]] = set()
+        self._outgoing: list[str] = []  # payloads not sent yet, in order
+        self._sender: asyncio.Task[None] | None = None
         self._stopping = False
         self.listening = asyncio.Event()  # set while the LISTEN connection is up
         self.published = 0
@@ -86,8 +87,8 @@ class PgChangeBridge:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        if self._sends:
-            await asyncio.wait(set(self._sends), timeout=5.0)
+        if self._sender is not None:
+            await asyncio.wait({self._sender}, timeout=5.0)
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -103,19 +104,26 @@ class PgChangeBridge:
             {"n": self.node_id, "k": change.kind, "t": change.trunk_id, "a": change.agent_id},
             separators=(",", ":"),
         )
-        task = asyncio.get_running_loop().create_task(self._send(payload))
-        self._sends.add(task)
-        task.add_done_callback(self._sends.discard)
+        self._outgoing.append(payload)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.get_running_loop().create_task(self._send())
 
-    async def _send(self, payload: str) -> None:
-        try:
-            async with self._engine.connect() as connection:
-                await connection.execute(_NOTIFY, {"channel": CHANNEL, "payload": payload})
-                await connection.commit()
-            self.published += 1
-        except Exception:
-            # Other nodes catch up with their periodic re-read; the write itself succeeded.
-            log.warning("could not publish a change to other nodes", exc_info=True)
+    async def _send(self) -> None:
+        """One sender at a time, in order: what queued meanwhile goes in one transaction (its
+        notifications are delivered in the order they were sent)."""
+        while self._outgoing:
+            batch, self._outgoing = self._outgoing, []
+            try:
+                async with self._engine.connect() as connection:
+                    for payload in batch:
+                        await connection.execute(_NOTIFY, {"channel": CHANNEL, "payload": payload})
+                    await connection.commit()
+                self.published += len(batch)
+            except Exception:
+                # Other nodes catch up with their periodic re-read; the write itself succeeded.
+                log.warning(
+                    "could not publish %d changes to other nodes", len(batch), exc_info=True
+                )
 
     # --- listening -------------------------------------------------------------------------
 

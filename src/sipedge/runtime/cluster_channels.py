@@ -32,6 +32,7 @@ __all__ = ["ChannelStore", "ClusterChannels"]
 log = logging.getLogger(__name__)
 
 WARN_EVERY = 60.0  # seconds between two warnings about an unreachable channel store
+COUNT_EVERY = 2.0  # seconds between two reads of the cluster-wide counts the API shows
 _ERRORS = {op: channel_store_errors_total.labels(op) for op in ("acquire", "release", "refresh")}
 
 
@@ -70,7 +71,8 @@ class ClusterChannels:
         self._task: asyncio.Task[None] | None = None
         self._releases: set[asyncio.Task[None]] = set()
         self._last_warning = float("-inf")
-        self._counts: dict[str, int] = {}  # trunk -> cluster-wide count at the last refresh
+        self._counts: dict[str, int] = {}  # trunk -> cluster-wide count at the last count
+        self._local_at_count: dict[str, int] = {}  # trunk -> this node's share of that count
 
     # --- the call path ---------------------------------------------------------------------
 
@@ -99,9 +101,14 @@ class ClusterChannels:
             self._failed("release", exc)
 
     def active(self, trunk_id: str) -> int:
-        """Channels in use on ``trunk_id`` across the cluster, as of the last refresh, and never
-        fewer than this node holds now."""
-        return max(self._counts.get(trunk_id, 0), self._limiter.active(trunk_id))
+        """Channels in use on ``trunk_id`` across the cluster: the other nodes' as of the last
+        count (at most ``COUNT_EVERY`` old), this node's as of now."""
+        local = self._limiter.active(trunk_id)
+        counted = self._counts.get(trunk_id)
+        if counted is None:
+            return local
+        others = max(counted - self._local_at_count.get(trunk_id, 0), 0)
+        return others + local
 
     # --- leases ----------------------------------------------------------------------------
 
@@ -123,20 +130,38 @@ class ClusterChannels:
             await self._closing()
 
     async def refresh(self) -> None:
-        """Extend the leases of this node's live calls; read the cluster-wide counts."""
+        """Extend the leases of this node's live calls, then count."""
         held = self._limiter.held()
         try:
             if held:
                 await asyncio.wait_for(self._store.refresh(held), self._timeout)
-            trunks = {*held, *self._trunks()}
-            self._counts = await asyncio.wait_for(self._store.active_many(trunks), self._timeout)
         except (OSError, TimeoutError, ConnectionError, RedisError) as exc:
             self._failed("refresh", exc)
+        await self.count()
+
+    async def count(self) -> None:
+        """Read the cluster-wide counts of the live trunks (what the API shows)."""
+        held = self._limiter.held()
+        trunks = {*held, *self._trunks()}
+        local = {trunk_id: len(calls) for trunk_id, calls in held.items()}
+        try:
+            counts = await asyncio.wait_for(self._store.active_many(trunks), self._timeout)
+        except (OSError, TimeoutError, ConnectionError, RedisError) as exc:
+            self._failed("refresh", exc)
+            return
+        self._counts, self._local_at_count = counts, local
 
     async def _refresh_forever(self) -> None:
+        every = min(COUNT_EVERY, self._lease / 3)
+        refresh_every = self._lease / 3
+        last_refresh = time.monotonic()
         while True:
-            await asyncio.sleep(self._lease / 3)
-            await self.refresh()
+            await asyncio.sleep(every)
+            if time.monotonic() - last_refresh >= refresh_every - 0.01:
+                last_refresh = time.monotonic()
+                await self.refresh()
+            else:
+                await self.count()
 
     def _failed(self, op: str, exc: BaseException) -> None:
         _ERRORS[op].inc()

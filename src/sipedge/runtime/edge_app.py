@@ -36,7 +36,7 @@ from sipedge.runtime.cluster_channels import ClusterChannels
 from sipedge.runtime.handlers import EdgeHandler
 from sipedge.runtime.legs import CallTimeouts, EdgeServices
 from sipedge.runtime.ports import ActivitySink, CallRecordSink, CallStatusSink, SnapshotSource
-from sipedge.runtime.responses import respond
+from sipedge.runtime.responses import edge_warning, respond
 from sipedge.sip.errors import SipError, TransportError
 from sipedge.sip.message import Message, Request
 from sipedge.sip.timers import TimerConfig
@@ -130,6 +130,7 @@ class SipEdge:
             loop=loop,
             max_transactions=sip.max_transactions,
             retry_after=self.settings.flood.retry_after_seconds,
+            overload_warning=edge_warning("overloaded"),
             defer_tu=True,
         )
         self._layer = layer

@@ -32,6 +32,7 @@ from sipedge.metrics import (
     FLOOD_CHILDREN,
     INBOUND_CHILDREN,
     LIMIT_CHILDREN,
+    CallEnd,
     InboundAction,
     InboundOutcome,
     SipLimit,
@@ -251,8 +252,10 @@ class EdgeHandler:
         finally:
             self._confirming.pop(new.request.call_id, None)
         if new.tx.state is not TxState.PROCEEDING:
-            # CANCELled while we asked (487 sent), or the transaction failed: no call.
+            # CANCELled while we asked (487 sent), or the transaction failed: no call, but the
+            # INVITE crossed the trunk and leaves its record like any call that got that far.
             svc.release_channel(route.trunk.id, route.lease.call_id)
+            self._cancelled_early(decision, new)
             return
         final: InboundDecision = decision
         if not held:
@@ -261,6 +264,31 @@ class EdgeHandler:
                 route.trunk.id, number_id=route.number.id, agent_id=route.agent.id
             )
         self._decided(final, new)
+
+    def _cancelled_early(self, decision: Accept[InboundRoute], new: _NewInvite) -> None:
+        svc = self.svc
+        route, request = decision.route, new.request
+        try:
+            self._report(decision, route, request, new.started_at, new.dialled)
+            record = CallRecordEvent(
+                run_id=svc.new_run_id(),
+                trunk_id=route.trunk.id,
+                direction="inbound",
+                started_at=new.started_at,
+                ended_at=datetime.now(UTC),
+                final_sip_code=487,
+                decided_by=CallEnd.CANCELED.value,
+                number_id=route.number.id,
+                agent_id=route.agent.id,
+                from_number=caller_number(request.from_),
+                to_number=route.number.e164,
+                carrier_call_id=request.call_id,
+                hangup_side="carrier",
+            )
+            svc.records.record(record)
+            emit(svc.statuses, status_of_record(record))
+        except Exception:
+            log.exception("activity/record sink failed")  # the sinks must not raise (ports.py)
 
     def _decided(self, decision: InboundDecision, new: _NewInvite) -> None:
         """Answer, report and, when accepted, start the call."""
@@ -289,7 +317,7 @@ class EdgeHandler:
             # Never leak the channel the pipeline took, whatever went wrong building the leg.
             log.exception("cannot build the agent leg")
             svc.release_channel(route.trunk.id, route.lease.call_id)
-            tx.respond(respond(request, 503, to_tag=tag))
+            tx.respond(respond(request, 503, to_tag=tag, warning=edge_warning("internal error")))
             return
         svc.register(call)
         call.start()

@@ -44,7 +44,7 @@ def carrier_answered(call: OutboundCall, response: Response) -> None:
     assert call.invite is not None
     outbound_attempt(OutboundAttemptResult.ANSWERED)
     call.attempt.handle(CarrierResponse(response.status))
-    call.svc.activity.outbound_outcome(
+    call.svc.activity.call_outcome(
         trunk_id=call.route.trunk.id, outcome="answered", at=datetime.now(UTC)
     )
     leg = call.carrier

@@ -362,13 +362,13 @@ class OutboundCall(Call):
     def _finished(self, finish: Finish) -> None:
         result = finish.result
         if result is FinalClass.CARRIER_FAILURE:
-            self.svc.activity.outbound_outcome(
+            self.svc.activity.call_outcome(
                 trunk_id=self.route.trunk.id, outcome="carrier_failure", at=datetime.now(UTC)
             )
             self._end_unanswered("failed", finish.status, "carrier_failure")
             return
         outbound_attempt(_RESULT_BY_CLASS.get(result, OutboundAttemptResult.FAILED))
-        self.svc.activity.outbound_outcome(
+        self.svc.activity.call_outcome(
             trunk_id=self.route.trunk.id, outcome=result.value, at=datetime.now(UTC)
         )
         self._end_unanswered(_STATUS[result], finish.status, result.value)

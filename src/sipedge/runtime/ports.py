@@ -71,8 +71,9 @@ class ActivitySink(Protocol):
         """A call crossed the trunk (inbound accepted at ACL step, or any carrier response)."""
         ...
 
-    def outbound_outcome(self, *, trunk_id: str, outcome: str, at: datetime) -> None:
-        """An outbound attempt ended: "answered", "carrier_failure" or a callee answer."""
+    def call_outcome(self, *, trunk_id: str, outcome: str, at: datetime) -> None:
+        """A call's outcome for the trunk's health: "answered" (an inbound or outbound call was
+        answered), or how an outbound attempt ended ("carrier_failure" or the callee's answer)."""
         ...
 
 

@@ -194,6 +194,7 @@ class TransactionLayer:
         new_branch: Callable[[], str] | None = None,
         max_transactions: int | None = None,
         retry_after: int = 5,
+        overload_warning: str | None = None,
         defer_tu: bool = False,
     ) -> None:
         self.tu = tu
@@ -207,6 +208,8 @@ class TransactionLayer:
         # the seconds every 503 of this process names (flood.retry_after_seconds).
         self.max_transactions = max_transactions
         self.retry_after = retry_after
+        # The Warning value (RFC 3261 §20.43) of that 503, naming the rule for the peer.
+        self.overload_warning = overload_warning
         self.config = config or TimerConfig()
         self._loop = loop or asyncio.get_running_loop()
         self._transports: dict[str, SipTransport] = {}
@@ -323,6 +326,8 @@ class TransactionLayer:
         via = stamp_received(request, source)
         busy = build_response(request, 503, "Service Unavailable", to_tag=token_hex(6))
         busy.headers.add("Retry-After", str(self.retry_after))
+        if self.overload_warning is not None:
+            busy.headers.add("Warning", self.overload_warning)
         dest = source if transport.reliable else reply_destination(via, source)
         try:
             transport.send_message(busy, dest)

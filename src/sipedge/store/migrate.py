@@ -13,6 +13,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -40,9 +41,21 @@ def _downgrade_sync(connection: Connection, revision: str) -> None:
     command.downgrade(alembic_config(connection), revision)
 
 
+# pg_advisory_xact_lock key of the migrations (any constant the application uses for nothing else).
+MIGRATION_LOCK = 0x5_1BED_6E
+
+
 async def upgrade_engine(engine: AsyncEngine, revision: str = "head") -> None:
-    """Apply migrations up to `revision` on an async engine's database."""
+    """Apply migrations up to `revision` on an async engine's database.
+
+    On PostgreSQL one transaction-scoped advisory lock serialises processes that start together
+    (every role migrates at start): the first applies the DDL, the others then find the schema
+    at head. SQLite's own write lock does the same there."""
     async with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            await connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK}
+            )
         await connection.run_sync(_upgrade_sync, revision)
 
 

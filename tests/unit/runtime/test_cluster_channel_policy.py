@@ -117,12 +117,15 @@ async def test_refresh_sends_this_nodes_leases_and_keeps_the_cluster_counts() ->
     await channels.refresh()
     assert store.refreshed == [{"t1": ["c1", "c2"], "t2": ["c3"]}]
     assert [channels.active(t) for t in ("t1", "t2", "t3", "t4")] == [4, 1, 7, 0]
+    # This node's own calls count as of now, the others' as of the last count.
     assert limiter.try_acquire("t2", 5, "c4") and limiter.try_acquire("t2", 5, "c5")
-    assert channels.active("t2") == 3  # never fewer than this node holds now (c3, c4, c5)
+    assert channels.active("t2") == 3  # c3, c4, c5: none of the others
+    assert limiter.release("c1")
+    assert channels.active("t1") == 3  # 2 others + c2
     store.fail = RedisConnectionError("down")
     before = errors("refresh")
     await channels.refresh()
-    assert errors("refresh") == before + 1
+    assert errors("refresh") == before + 2  # the lease refresh and the count
     assert channels.active("t3") == 7  # the last counts stand
 
 
@@ -134,3 +137,17 @@ async def test_start_refreshes_every_third_of_the_lease() -> None:
     await asyncio.sleep(0.28)
     await channels.stop()
     assert len(store.refreshed) >= 4
+
+
+async def test_counts_are_read_more_often_than_leases_are_refreshed(monkeypatch) -> None:
+    monkeypatch.setattr("sipedge.runtime.cluster_channels.COUNT_EVERY", 0.02)
+    store, limiter = FakeStore(), ChannelLimiter()
+    assert limiter.try_acquire("t1", 5, "c1")
+    channels = cluster(store, limiter, lease_seconds=0.3, trunks=lambda: ("t1",))
+    channels.start()
+    await asyncio.sleep(0.05)
+    store.counts = {"t1": 6}  # another node took five more
+    await asyncio.sleep(0.06)
+    assert channels.active("t1") == 6
+    await channels.stop()
+    assert len(store.refreshed) <= 1  # leases every 0.1 s, counts every 0.02 s

@@ -309,6 +309,7 @@ def test_at_max_transactions_a_new_request_gets_a_stateless_503_with_retry_after
 
     layer, _loop, transport, tu = make()
     layer.max_transactions = 1
+    layer.overload_warning = '399 sipedge "overloaded"'
     hits = LIMIT_CHILDREN[SipLimit.TRANSACTIONS]._value.get()
     layer.on_message(request("INVITE"), SRC, transport)
     assert layer.server_count == 1
@@ -316,6 +317,7 @@ def test_at_max_transactions_a_new_request_gets_a_stateless_503_with_retry_after
     layer.on_message(request("OPTIONS", branch="z9hG4bK-tx-3", call_id="call-3"), SRC, transport)
     busy = [m for _, m, _ in transport.sent if isinstance(m, Response) and m.status == 503]
     assert len(busy) == 2 and all(m.headers.get("Retry-After") == "5" for m in busy)
+    assert all(m.headers.get("Warning") == '399 sipedge "overloaded"' for m in busy)
     assert all(m.to.tag for m in busy)
     assert layer.server_count == 1 and len(tu.requests) == 1  # no state, the TU saw nothing
     assert LIMIT_CHILDREN[SipLimit.TRANSACTIONS]._value.get() == hits + 2
