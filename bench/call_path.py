@@ -76,7 +76,7 @@ class _Activity:
     def call_crossed(self, **kw: Any) -> None:
         return None
 
-    def outbound_outcome(self, **kw: Any) -> None:
+    def call_outcome(self, **kw: Any) -> None:
         return None
 
 

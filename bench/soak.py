@@ -99,7 +99,7 @@ class _NoActivity:
     def call_crossed(self, **_: object) -> None:
         return None
 
-    def outbound_outcome(self, **_: object) -> None:
+    def call_outcome(self, **_: object) -> None:
         return None
 
 
