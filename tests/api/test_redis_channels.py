@@ -174,6 +174,16 @@ async def test_active_and_active_many(client: Redis, prefix: str) -> None:
     assert await a.active_many({"t1", "t2"}) == {"t1": 1, "t2": 1}
 
 
+async def test_trunk_ids_lists_this_prefixs_trunks_only(client: Redis, prefix: str) -> None:
+    channels = node(client, prefix)
+    other = node(client, prefix + "x*[other]:")  # glob characters in a prefix match literally
+    assert await channels.trunk_ids() == []
+    assert await channels.acquire("t1", 5, "c1") and await channels.acquire("t2", 5, "c2")
+    assert await other.acquire("t3", 5, "c3")
+    assert sorted(await channels.trunk_ids()) == ["t1", "t2", "x*[other]:t3"]
+    assert await other.trunk_ids() == ["t3"]
+
+
 async def test_active_ignores_expired_leases_before_any_sweep(client: Redis, prefix: str) -> None:
     channels = node(client, prefix, LEASE)
     assert await channels.acquire(TRUNK, 5, "call-1")

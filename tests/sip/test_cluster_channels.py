@@ -144,6 +144,9 @@ class SlowStore:
     async def active_many(self, trunk_ids: Collection[str]) -> dict[str, int]:
         return {}
 
+    async def trunk_ids(self) -> list[str]:
+        return []
+
 
 class Carrier(asyncio.DatagramProtocol):
     def __init__(self) -> None:

@@ -12,6 +12,7 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -280,23 +281,30 @@ def pg_url() -> Iterator[str]:
 
 
 @pytest.mark.postgres
-async def test_separate_api_and_sip_processes_share_changes_on_postgresql(
+async def test_separate_api_and_sip_processes_share_changes_and_channels(
     tmp_path: Path, pg_url: str
 ) -> None:
-    # The `sip` process re-reads the store only every 60 s when it can LISTEN: a trunk created
-    # and then disabled through the `api` process must take effect within a few seconds.
+    # Scale-out shape on PostgreSQL + Redis. The `sip` process re-reads the store only every
+    # 60 s when it can LISTEN: a trunk created and then disabled through the `api` process must
+    # take effect within a few seconds. And the `api` process, which holds no calls, shows the
+    # live call on the `sip` node (cluster-wide counts from Redis).
     url = pg_url
     http_port, metrics_port, sip_port = free_port("tcp"), free_port("tcp"), free_port("udp")
+    agent_port = free_port("udp")
     base = {
         **os.environ,
         "SIPEDGE_DATABASE__URL": url,
+        "SIPEDGE_REDIS__URL": os.environ.get("SIPEDGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
         "SIPEDGE_SECURITY__UNKNOWN_SOURCE": "reject",
         "SIPEDGE_LOGGING__LEVEL": "WARNING",
-        "SIPEDGE_AGENTS__ENDPOINT": f"sip:127.0.0.1:{free_port('udp')}",
+        "SIPEDGE_AGENTS__ENDPOINT": f"sip:127.0.0.1:{agent_port}",
     }
     api_env = {**base, "SIPEDGE_HTTP__PORT": str(http_port)}
     api_proc = _start("api", api_env, tmp_path, capture=True)
     sip_proc: subprocess.Popen[str] | None = None
+    # The agent: bound (no ICMP errors), never answers, so an accepted call stays up.
+    agent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    agent.bind(("127.0.0.1", agent_port))
     try:
         deadline = time.monotonic() + 60
         token = _first_token(api_proc, deadline)
@@ -322,13 +330,21 @@ async def test_separate_api_and_sip_processes_share_changes_on_postgresql(
             }
             trunk = await api.post("/trunk/trunks", json=body)
             assert trunk.status_code == 201, trunk.text
-            assert await _until_status(sip_port, 100, "created", 2.5) < 2.5
-            patched = await api.patch(
-                f"/trunk/trunks/{trunk.json()['id']}", json={"is_active": False}
-            )
+            trunk_url = f"/trunk/trunks/{trunk.json()['id']}"
+            assert (await api.get(trunk_url)).json()["active_calls"] == 0
+            assert await _until_status(sip_port, 100, "created", 2.5) < 2.5  # a call, held
+            shown = 0
+            for _ in range(60):  # the api process reads the counts every 2 s
+                shown = (await api.get(trunk_url)).json()["active_calls"]
+                if shown:
+                    break
+                await asyncio.sleep(0.1)
+            assert shown == 1
+            patched = await api.patch(trunk_url, json={"is_active": False})
             assert patched.status_code == 200
             assert await _until_status(sip_port, 403, "disabled", 2.5) < 2.5
     finally:
+        agent.close()
         if sip_proc is not None:
             _stop(sip_proc)
         _stop(api_proc)

@@ -47,6 +47,8 @@ class ChannelStore(Protocol):
 
     async def active_many(self, trunk_ids: Collection[str]) -> dict[str, int]: ...
 
+    async def trunk_ids(self) -> list[str]: ...
+
 
 class ClusterChannels:
     """``confirm`` after the local acquire, ``release`` with the local release; ``start()``
@@ -61,11 +63,14 @@ class ClusterChannels:
         timeout: float,
         trunks: Callable[[], Collection[str]] = tuple,
         closing: Callable[[], Awaitable[object]] | None = None,
+        discover: bool = False,
     ) -> None:
         self._store = store
         self._limiter = limiter
         self._trunks = trunks  # the live trunks (the snapshot's), for the counts the API shows
         self._closing = closing  # closes the store's client once stopped
+        # Count every trunk the store has a set for (a process with no snapshot: `api`).
+        self._discover = discover
         self._lease = lease_seconds
         self._timeout = timeout
         self._task: asyncio.Task[None] | None = None
@@ -145,6 +150,8 @@ class ClusterChannels:
         trunks = {*held, *self._trunks()}
         local = {trunk_id: len(calls) for trunk_id, calls in held.items()}
         try:
+            if self._discover:
+                trunks.update(await asyncio.wait_for(self._store.trunk_ids(), self._timeout))
             counts = await asyncio.wait_for(self._store.active_many(trunks), self._timeout)
         except (OSError, TimeoutError, ConnectionError, RedisError) as exc:
             self._failed("refresh", exc)

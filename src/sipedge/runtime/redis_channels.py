@@ -103,6 +103,11 @@ return counts
 )
 
 
+def _glob_escape(text: str) -> str:
+    """``text`` matched literally in a SCAN pattern."""
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
+
+
 class RedisChannels:
     """Channel leases of every node, in Redis; one round trip per method call.
 
@@ -177,6 +182,16 @@ class RedisChannels:
         if not keys:
             return 0
         return int(await self._refresh(keys=keys, args=args))
+
+    async def trunk_ids(self) -> list[str]:
+        """The trunks that have a set (a lease in the last few lease times): for a process
+        that holds no calls and no routing snapshot (the ``api`` role) to know what to count."""
+        prefix = self._prefix
+        found: list[str] = []
+        async for key in self._client.scan_iter(match=_glob_escape(prefix) + "*", count=1000):
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            found.append(name[len(prefix) :])
+        return found
 
     async def active(self, trunk_id: str) -> int:
         """Channels in use on ``trunk_id`` across the cluster (unexpired leases)."""

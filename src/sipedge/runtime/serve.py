@@ -11,7 +11,7 @@ import contextlib
 import gc
 import logging
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from typing import Literal
 
@@ -86,7 +86,7 @@ async def _sip_edge(
     the snapshot loader and what counts the trunks' active calls (the cluster's with Redis)."""
     sessions = make_session_factory(engine)
     loader = SnapshotLoader(sessions)
-    cluster = _cluster_channels(settings, limiter, loader)
+    cluster = _cluster_channels(settings, limiter, lambda: loader.current.trunks.keys())
     counter: ActiveCounter = cluster if cluster is not None else limiter
     writer = CallRecordWriter(sessions)
     tracker = ActivityTracker(sessions)
@@ -146,9 +146,13 @@ async def _sip_edge(
 
 
 def _cluster_channels(
-    settings: Settings, limiter: ChannelLimiter, loader: SnapshotLoader
+    settings: Settings,
+    limiter: ChannelLimiter,
+    trunks: Callable[[], Collection[str]] | None,
 ) -> ClusterChannels | None:
-    """Cluster-wide channel counts when ``redis.url`` is set (SPEC §7), else None."""
+    """Cluster-wide channel counts when ``redis.url`` is set (SPEC §7), else None. ``trunks``:
+    the live trunks to count; None (the `api` role: no snapshot, no calls) counts every trunk
+    Redis has leases for."""
     config = settings.redis
     if not config.url:
         return None
@@ -163,8 +167,9 @@ def _cluster_channels(
         limiter,
         lease_seconds=config.lease_seconds,
         timeout=config.timeout_seconds,
-        trunks=lambda: loader.current.trunks.keys(),
+        trunks=trunks or tuple,
         closing=client.aclose,
+        discover=trunks is None,
     )
 
 
@@ -181,8 +186,10 @@ def _api_server(
     engine: AsyncEngine,
     notifier: ChangeNotifier,
     edge: tuple[ActiveCounter, SnapshotLoader] | None,
+    counter: ActiveCounter | None = None,
 ) -> uvicorn.Server:
     applied = None
+    shown = edge[0] if edge is not None else counter  # what counts the trunks' active calls
     if edge is not None:
         loader = edge[1]
 
@@ -196,7 +203,7 @@ def _api_server(
         settings,
         engine=engine,
         notifier=notifier,
-        active_calls=active_calls_from(edge[0]) if edge is not None else None,
+        active_calls=active_calls_from(shown) if shown is not None else None,
         applied=applied,
     )
     app.add_route("/metrics", _metrics, include_in_schema=False)
@@ -263,7 +270,12 @@ async def _run(settings: Settings, *, role: Role) -> None:
                 log.info("metrics on http://%s:%d/metrics", settings.http.host, settings.http.port)
             else:
                 edge = (counter, loader) if loader is not None else None
-                server = _api_server(settings, engine, notifier, edge)
+                counts = None
+                if loader is None and (counts := _cluster_channels(settings, limiter, None)):
+                    # The `api` role holds no calls: it shows the cluster's, read from Redis.
+                    counts.start()
+                    running.push_async_callback(counts.stop)
+                server = _api_server(settings, engine, notifier, edge, counts)
                 worker = asyncio.create_task(server.serve())
                 log.info("admin API on http://%s:%d", settings.http.host, settings.http.port)
             # Start-up objects (modules, settings, the first snapshot) live for the whole process:

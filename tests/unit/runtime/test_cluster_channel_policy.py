@@ -46,6 +46,10 @@ class FakeStore:
         await self._maybe_fail()
         return {t: self.counts.get(t, 0) for t in trunk_ids}
 
+    async def trunk_ids(self) -> list[str]:
+        await self._maybe_fail()
+        return list(self.counts)
+
 
 def errors(op: str) -> float:
     value = REGISTRY.get_sample_value("sipedge_channel_store_errors_total", {"op": op})
@@ -127,6 +131,17 @@ async def test_refresh_sends_this_nodes_leases_and_keeps_the_cluster_counts() ->
     await channels.refresh()
     assert errors("refresh") == before + 2  # the lease refresh and the count
     assert channels.active("t3") == 7  # the last counts stand
+
+
+async def test_a_process_without_calls_or_snapshot_counts_every_trunk_in_the_store() -> None:
+    store = FakeStore()
+    store.counts = {"t1": 3, "t9": 1}
+    channels = cluster(store, discover=True)  # the `api` role
+    await channels.count()
+    assert (channels.active("t1"), channels.active("t9"), channels.active("t5")) == (3, 1, 0)
+    without = cluster(store)  # only the trunks it is told about
+    await without.count()
+    assert without.active("t1") == 0
 
 
 async def test_start_refreshes_every_third_of_the_lease() -> None:
