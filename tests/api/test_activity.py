@@ -146,6 +146,46 @@ async def test_three_carrier_failures_degrade_and_an_answer_restores(
     assert (await _trunk(alice, tid))["health"] == "ready"
 
 
+async def test_two_nodes_outcomes_add_up_and_neither_overwrites_the_other(
+    api: Api, alice: httpx.AsyncClient
+) -> None:
+    # Health is applied to the stored state in the writing transaction: node A's two carrier
+    # failures and node B's one make three; B's answer later restores it although A, whose
+    # last view was "ready" then, never saw it degrade.
+    tid = (await make_trunk(alice))["id"]
+    a, b = _tracker(api), _tracker(api)
+    a.call_crossed(trunk_id=tid, number_id=None, direction="outbound", at=T0)
+    a.call_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
+    a.call_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
+    await a.flush()
+    assert (await _trunk(alice, tid))["health"] == "ready"
+    b.call_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
+    await b.flush()
+    assert (await _trunk(alice, tid))["health"] == "degraded"
+    a.call_outcome(trunk_id=tid, outcome="answered", at=T0)
+    await a.flush()
+    assert (await _trunk(alice, tid))["health"] == "ready"
+    b.call_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)  # a new streak: 1
+    await b.flush()
+    assert (await _trunk(alice, tid))["health"] == "ready"
+    assert await api.scalar(f"SELECT health_failures FROM trunks WHERE id = '{tid}'") == 1
+
+
+async def test_two_nodes_flushing_at_once_lose_no_outcome(
+    api: Api, alice: httpx.AsyncClient
+) -> None:
+    if not api.is_postgres:
+        pytest.skip("several nodes share PostgreSQL; a SQLite deployment is one process")
+    tid = (await make_trunk(alice))["id"]
+    nodes = [_tracker(api) for _ in range(3)]
+    nodes[0].call_crossed(trunk_id=tid, number_id=None, direction="outbound", at=T0)
+    await nodes[0].flush()
+    for node in nodes:
+        node.call_outcome(trunk_id=tid, outcome="carrier_failure", at=T0)
+    assert all(await asyncio.gather(*(node.flush() for node in nodes)))
+    assert (await _trunk(alice, tid))["health"] == "degraded"
+
+
 async def test_health_is_seeded_from_the_stored_state(api: Api, alice: httpx.AsyncClient) -> None:
     tid = (await make_trunk(alice))["id"]
     await api.execute("UPDATE trunks SET health_state = 'degraded' WHERE id = :id", id=tid)

@@ -27,7 +27,7 @@ async def test_migrations_match_the_models(api: Api) -> None:
     async with api.engine.connect() as connection:
         tables = await connection.run_sync(lambda c: set(inspect(c).get_table_names()))
         version = await connection.exec_driver_sql("SELECT version_num FROM alembic_version")
-        assert version.scalar() == "0005"
+        assert version.scalar() == "0006"
     assert set(Base.metadata.tables) | {"alembic_version"} == tables
 
 

@@ -52,13 +52,13 @@ class HealthState:
     failures: int = 0  # consecutive outbound carrier failures
 
     @classmethod
-    def from_stored(cls, name: str) -> HealthState:
-        """From the persisted ``health_state`` (the streak is not stored: degraded means ≥ 3)."""
+    def from_stored(cls, name: str, failures: int = 0) -> HealthState:
+        """From the persisted ``health_state`` and streak (degraded means a streak ≥ 3)."""
         if name == Health.DEGRADED:
-            return cls(Health.DEGRADED, DEGRADED_AFTER)
+            return cls(Health.DEGRADED, max(failures, DEGRADED_AFTER))
         if name == Health.READY:
-            return cls(Health.READY)
-        return cls()
+            return cls(Health.READY, failures)
+        return cls(failures=failures)
 
 
 _BY_COUNT = "by_count"  # degraded when the streak reached DEGRADED_AFTER, else ready

@@ -2,10 +2,13 @@
 
 The call path calls `call_crossed` / `call_outcome`; both only touch dictionaries and a
 bounded queue. `last_inbound_at` / `last_outbound_at` are taken at most once per `throttle` per
-row and column (SPEC §4: at most once a minute); health follows `edge.health.transition`, each
-trunk's state seeded from its stored `health_state` the first time it is seen. A background task
-writes what changed every `flush_interval` seconds (bulk UPDATEs by primary key, one transaction);
-a failed write is counted, logged once per failure streak and retried with the next flush.
+row and column (SPEC §4: at most once a minute). Health follows `edge.health.transition`,
+applied to the trunk's *stored* state (`health_state`, `health_failures`) in the transaction that
+writes the result, the rows locked on PostgreSQL: outcomes of several nodes add up (two failures
+here and one there make a degraded trunk) and no node writes over another's newer state from a
+stale copy. (SQLite deployments are one process, whose tracker flushes one batch at a time.) A background task writes what changed every `flush_interval` seconds (bulk UPDATEs
+by primary key, one transaction); a failed write is counted, logged once per failure streak and
+retried with the next flush.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from sqlalchemy import Update, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from sipedge import metrics
-from sipedge.edge.health import Health, HealthOutcome, HealthState, transition
+from sipedge.edge.health import HealthOutcome, HealthState, transition
 from sipedge.runtime.ports import ActivitySink, Direction
 from sipedge.store.models import Base, Trunk
 from sipedge.store.types import utcnow
@@ -72,8 +75,7 @@ class ActivityTracker:
         self._taken: dict[Key, datetime] = {}  # when a key's value was last taken (now())
         self._times: dict[Key, datetime] = {}  # values waiting to be written
         self._outcomes: deque[tuple[str, HealthOutcome]] = deque(maxlen=max_outcomes)
-        self._states: dict[str, HealthState] = {}  # in-memory health of seen trunks
-        self._stored: dict[str, Health] = {}  # what the database holds
+        self._states: dict[str, HealthState] = {}  # health last read or written, per trunk
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._lock = asyncio.Lock()
@@ -139,14 +141,15 @@ class ActivityTracker:
     async def flush(self) -> bool:
         """Apply queued outcomes and write what changed. False when the write failed (kept)."""
         async with self._lock:
-            if not (self._times or self._outcomes or self._unwritten_health()):
+            if not (self._times or self._outcomes):
                 self._prune()
                 return True
             times, self._times = self._times, {}
+            outcomes = list(self._outcomes)
+            self._outcomes.clear()
             try:
                 async with self._sessions() as session:
-                    await self._apply_outcomes(session)
-                    health = self._unwritten_health()
+                    health = await self._apply_outcomes(session, outcomes)
                     await _write(session, times, health)
                     await session.commit()
             except Exception as exc:  # counted and logged; the pending writes are retried
@@ -156,50 +159,55 @@ class ActivityTracker:
                 self._failing = True
                 for key, value in times.items():
                     self._times.setdefault(key, value)  # newer values taken meanwhile win
+                self._outcomes.extendleft(reversed(outcomes))  # applied on the next flush
                 return False
             self._failing = False
-            self._stored.update(health)
+            self._states.update(health)
             self._prune()
             return True
 
-    def _unwritten_health(self) -> dict[str, Health]:
-        return {
-            tid: state.health
-            for tid, state in self._states.items()
-            if state.health is not self._stored.get(tid)
-        }
-
-    async def _apply_outcomes(self, session: AsyncSession) -> None:
-        if not self._outcomes:
-            return
-        outcomes = list(self._outcomes)
-        self._outcomes.clear()
-        unseen = sorted({tid for tid, _ in outcomes if tid not in self._states})
-        try:
-            await self._seed(session, unseen)
-        except Exception:
-            self._outcomes.extendleft(reversed(outcomes))  # applied on the next flush
-            raise
+    async def _apply_outcomes(
+        self, session: AsyncSession, outcomes: list[tuple[str, HealthOutcome]]
+    ) -> dict[str, HealthState]:
+        """The outcomes applied, in order, to their trunks' stored health (read in this
+        transaction, rows locked on PostgreSQL); returns the states that changed."""
+        if not outcomes:
+            return {}
+        stored = await _stored_health(session, sorted({tid for tid, _ in outcomes}))
+        states = dict(stored)
         for trunk_id, outcome in outcomes:
-            state = self._states.get(trunk_id)
+            state = states.get(trunk_id)
             if state is not None:  # None: no such trunk in the store
-                self._states[trunk_id] = transition(state, outcome)
-
-    async def _seed(self, session: AsyncSession, trunk_ids: list[str]) -> None:
-        for start in range(0, len(trunk_ids), _SEED_CHUNK):
-            chunk = trunk_ids[start : start + _SEED_CHUNK]
-            rows = await session.execute(
-                select(Trunk.id, Trunk.health_state).where(Trunk.id.in_(chunk))
-            )
-            for trunk_id, stored in rows:
-                state = HealthState.from_stored(stored)
-                self._states[trunk_id] = state
-                self._stored[trunk_id] = state.health
+                states[trunk_id] = transition(state, outcome)
+        self._states.update(stored)
+        return {tid: state for tid, state in states.items() if state != stored[tid]}
 
     def _prune(self) -> None:
         """Forget throttle entries whose minute is over (they no longer hold anything back)."""
         now = self._now()
         self._taken = {k: t for k, t in self._taken.items() if now - t < self._throttle}
+
+
+async def _stored_health(session: AsyncSession, trunk_ids: list[str]) -> dict[str, HealthState]:
+    found: dict[str, HealthState] = {}
+    for start in range(0, len(trunk_ids), _SEED_CHUNK):
+        chunk = trunk_ids[start : start + _SEED_CHUNK]
+        rows = await session.execute(
+            select(Trunk.id, Trunk.health_state, Trunk.health_failures)
+            .where(Trunk.id.in_(chunk))
+            .order_by(Trunk.id)  # locks taken in one order: two nodes never deadlock
+            .with_for_update()
+        )
+        for trunk_id, name, failures in rows:
+            found[trunk_id] = HealthState.from_stored(name, failures)
+    return found
+
+
+_SET_HEALTH = (
+    update(_TABLES["trunks"])
+    .where(_TABLES["trunks"].c.id == bindparam("row_id"))
+    .values(health_state=bindparam("state"), health_failures=bindparam("failures"))
+)
 
 
 def _set_by_id(table: str, column: str) -> Update:
@@ -215,16 +223,18 @@ def _set_by_id(table: str, column: str) -> Update:
 
 
 async def _write(
-    session: AsyncSession, times: dict[Key, datetime], health: dict[str, Health]
+    session: AsyncSession, times: dict[Key, datetime], health: dict[str, HealthState]
 ) -> None:
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for (table, row_id, column), value in times.items():
         grouped.setdefault((table, column), []).append({"row_id": row_id, "value": value})
-    if health:
-        grouped[("trunks", "health_state")] = [
-            {"row_id": tid, "value": h.value} for tid, h in sorted(health.items())
-        ]
     connection = await session.connection()
+    if health:
+        params = [
+            {"row_id": tid, "state": state.health.value, "failures": state.failures}
+            for tid, state in sorted(health.items())
+        ]
+        await connection.execute(_SET_HEALTH, params)
     for (table, column), params in sorted(grouped.items()):
         await connection.execute(_set_by_id(table, column), params)
 

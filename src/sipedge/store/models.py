@@ -141,6 +141,8 @@ class Trunk(_Row, _Owned, Base):
     last_outbound_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     converted_from_byot_trunk_id: Mapped[str | None] = mapped_column(String(100))
     health_state: Mapped[str] = mapped_column(String(20), default="waiting_for_carrier")
+    # Consecutive outbound carrier failures (the streak that makes the trunk degraded).
+    health_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     conversion_state: Mapped[str] = mapped_column(String(20), default="none")
 
     @property
