@@ -8,6 +8,7 @@ OPTIONS from a carrier).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -141,6 +142,7 @@ class EdgeHandler:
         self.observe = observe
         # Call-ID -> the INVITE whose channel is being confirmed in Redis (redis.url set).
         self._confirming: dict[str, ServerTransaction] = {}
+        self._confirm_tasks: set[asyncio.Task[None]] = set()
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -238,7 +240,9 @@ class EdgeHandler:
         if svc.cluster is not None and isinstance(decision, Accept):
             # The channel is this node's; the trunk's limit is the cluster's: ask Redis first.
             self._confirming[request.call_id] = tx
-            svc.loop.create_task(self._confirm(decision, new))
+            task = svc.loop.create_task(self._confirm(decision, new))
+            self._confirm_tasks.add(task)  # the loop keeps only a weak reference to a task
+            task.add_done_callback(self._confirm_tasks.discard)
             return
         self._decided(decision, new)
 
