@@ -25,6 +25,7 @@ from sipedge.config import Settings
 from sipedge.edge.channels import ChannelLimiter
 from sipedge.runtime.active_calls import active_calls_from
 from sipedge.runtime.activity import ActivityTracker
+from sipedge.runtime.cluster_channels import ChannelStore, ClusterChannels
 from sipedge.runtime.dialer import Dialer
 from sipedge.runtime.edge_app import SipEdge
 from sipedge.runtime.gateway_dns import GatewayDns
@@ -151,7 +152,10 @@ def settings(url: str, agent_port: int, *, ring_timeout: float = 120.0) -> Setti
 
 
 @contextlib.asynccontextmanager
-async def running(workdir: str, *, ring_timeout: float = 120.0) -> AsyncIterator[OutboundEnv]:
+async def running(
+    workdir: str, *, ring_timeout: float = 120.0, channel_store: ChannelStore | None = None
+) -> AsyncIterator[OutboundEnv]:
+    """The outbound path; with ``channel_store`` its channel counts are cluster-wide."""
     url = f"sqlite:///{workdir}/sipedge.db"
     upgrade(url)
     engine = make_engine(url)
@@ -165,7 +169,17 @@ async def running(workdir: str, *, ring_timeout: float = 120.0) -> AsyncIterator
     limiter = ChannelLimiter()
     tracker = ActivityTracker(sessions, flush_interval=0.1)
     records = Records()
-    edge = SipEdge(config, snapshots=loader, limiter=limiter, records=records, activity=tracker)
+    cluster = None
+    if channel_store is not None:
+        cluster = ClusterChannels(channel_store, limiter, lease_seconds=60.0, timeout=0.5)
+    edge = SipEdge(
+        config,
+        snapshots=loader,
+        limiter=limiter,
+        records=records,
+        activity=tracker,
+        cluster=cluster,
+    )
     await edge.start()
     holder: list[datetime] = [datetime.now(UTC)]
 
@@ -215,6 +229,8 @@ async def running(workdir: str, *, ring_timeout: float = 120.0) -> AsyncIterator
         stop_waking()
         await env.dialer.stop()
         await edge.stop()
+        if cluster is not None:
+            await cluster.stop()
         await env.dialer.flush()
         unsubscribe()
         await loader.stop()

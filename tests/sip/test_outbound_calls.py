@@ -214,6 +214,49 @@ async def test_channels_full_fails_the_call_without_an_invite(tmp_path) -> None:
         env.limiter.release("an-inbound-call")
 
 
+class FullCluster:
+    """A cluster-wide channel store whose trunks are all full (other nodes hold them)."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, int, str]] = []
+
+    async def acquire(self, trunk_id: str, limit: int, call_id: str) -> bool:
+        self.asked.append((trunk_id, limit, call_id))
+        return False
+
+    async def release(self, trunk_id: str, call_id: str) -> None:
+        raise AssertionError("nothing was taken")
+
+    async def refresh(self, held: object) -> int:
+        return 0
+
+    async def active_many(self, trunk_ids: object) -> dict[str, int]:
+        return {}
+
+    async def trunk_ids(self) -> list[str]:
+        return []
+
+
+async def test_a_trunk_full_across_the_cluster_fails_the_call_without_an_invite(tmp_path) -> None:
+    store = FullCluster()
+    async with running(str(tmp_path), channel_store=store) as env:  # type: ignore[arg-type]
+        agent_id = await env.agent_id()
+        with blackhole() as gateway:
+            trunk_id = await env.trunk(
+                agent_id, [("127.0.0.1", gateway.getsockname()[1])], channels=2
+            )
+            run_id = await env.place(agent_id)
+            state = await env.wait_status(run_id)
+            await asyncio.sleep(0.2)
+            assert drained(gateway) == []
+        assert (state["status"], state["reason"], state["final_sip_code"]) == (
+            "failed", "channel limit reached", 486,
+        )  # fmt: skip
+        assert store.asked == [(trunk_id, 2, run_id)]  # this node had a channel free
+        assert record_of(env, run_id).decided_by == "channels"
+        assert env.channels(trunk_id) == 0  # the local channel went back
+
+
 async def test_hangup_while_ringing_cancels(tmp_path) -> None:
     async with running(str(tmp_path)) as env:
         agent_id = await env.agent_id()

@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 WARN_EVERY = 60.0  # seconds between two warnings about an unreachable channel store
 COUNT_EVERY = 2.0  # seconds between two reads of the cluster-wide counts the API shows
 _ERRORS = {op: channel_store_errors_total.labels(op) for op in ("acquire", "release", "refresh")}
+# What a store that is away or slow raises (ConnectionError is an OSError).
+_STORE_ERRORS = (OSError, TimeoutError, RedisError)
 
 
 class ChannelStore(Protocol):
@@ -88,7 +90,7 @@ class ClusterChannels:
             return await asyncio.wait_for(
                 self._store.acquire(trunk_id, limit, call_id), self._timeout
             )
-        except (OSError, TimeoutError, ConnectionError, RedisError) as exc:
+        except _STORE_ERRORS as exc:
             self._failed("acquire", exc)
             return True
 
@@ -102,7 +104,7 @@ class ClusterChannels:
     async def _release(self, trunk_id: str, call_id: str) -> None:
         try:
             await asyncio.wait_for(self._store.release(trunk_id, call_id), self._timeout)
-        except (OSError, TimeoutError, ConnectionError, RedisError) as exc:
+        except _STORE_ERRORS as exc:
             self._failed("release", exc)
 
     def active(self, trunk_id: str) -> int:
@@ -140,7 +142,7 @@ class ClusterChannels:
         try:
             if held:
                 await asyncio.wait_for(self._store.refresh(held), self._timeout)
-        except (OSError, TimeoutError, ConnectionError, RedisError) as exc:
+        except _STORE_ERRORS as exc:
             self._failed("refresh", exc)
         await self.count()
 
@@ -153,20 +155,19 @@ class ClusterChannels:
             if self._discover:
                 trunks.update(await asyncio.wait_for(self._store.trunk_ids(), self._timeout))
             counts = await asyncio.wait_for(self._store.active_many(trunks), self._timeout)
-        except (OSError, TimeoutError, ConnectionError, RedisError) as exc:
+        except _STORE_ERRORS as exc:
             self._failed("refresh", exc)
             return
         self._counts, self._local_at_count = counts, local
 
     async def _refresh_forever(self) -> None:
-        every = min(COUNT_EVERY, self._lease / 3)
         refresh_every = self._lease / 3
-        last_refresh = time.monotonic()
+        next_refresh = time.monotonic() + refresh_every
         while True:
-            await asyncio.sleep(every)
-            if time.monotonic() - last_refresh >= refresh_every - 0.01:
-                last_refresh = time.monotonic()
-                await self.refresh()
+            await asyncio.sleep(min(COUNT_EVERY, refresh_every))
+            if time.monotonic() >= next_refresh - 0.01:  # a loop timer may fire a tick early
+                next_refresh += refresh_every
+                await self.refresh()  # counts too
             else:
                 await self.count()
 

@@ -42,7 +42,7 @@ from sipedge.runtime.b2bua import Call
 from sipedge.runtime.call_status import emit, status_of_record
 from sipedge.runtime.legs import EdgeServices
 from sipedge.runtime.messages import caller_number
-from sipedge.runtime.ports import CallRecordEvent, SnapshotSource
+from sipedge.runtime.ports import CallRecordEvent, HangupSide, SnapshotSource
 from sipedge.runtime.relay import (
     RELAYED_METHODS,
     on_relay_failed,
@@ -270,27 +270,20 @@ class EdgeHandler:
         self._decided(final, new)
 
     def _cancelled_early(self, decision: Accept[InboundRoute], new: _NewInvite) -> None:
-        svc = self.svc
         route, request = decision.route, new.request
         try:
             self._report(decision, route, request, new.started_at, new.dialled)
-            record = CallRecordEvent(
-                run_id=svc.new_run_id(),
+            self._unanswered(
+                request,
+                new.started_at,
                 trunk_id=route.trunk.id,
-                direction="inbound",
-                started_at=new.started_at,
-                ended_at=datetime.now(UTC),
-                final_sip_code=487,
+                status=487,
                 decided_by=CallEnd.CANCELED.value,
                 number_id=route.number.id,
                 agent_id=route.agent.id,
-                from_number=caller_number(request.from_),
                 to_number=route.number.e164,
-                carrier_call_id=request.call_id,
-                hangup_side="carrier",
+                side="carrier",
             )
-            svc.records.record(record)
-            emit(svc.statuses, status_of_record(record))
         except Exception:
             log.exception("activity/record sink failed")  # the sinks must not raise (ports.py)
 
@@ -352,23 +345,51 @@ class EdgeHandler:
             )
         if not isinstance(decision, Reject) or not crossed:
             return
-        record = CallRecordEvent(
-            run_id=svc.new_run_id(),
+        self._unanswered(
+            request,
+            started_at,
             trunk_id=crossed[0],
-            direction="inbound",
-            started_at=started_at,
-            ended_at=now,
-            final_sip_code=decision.status,
+            status=decision.status,
             decided_by=decision.metric_reason.value,
             number_id=decision.number_id,
             agent_id=decision.agent_id,
-            from_number=caller_number(request.from_),
             to_number=_dialled(*dialled),
+            side="edge",
+        )
+
+    def _unanswered(
+        self,
+        request: Request,
+        started_at: datetime,
+        *,
+        trunk_id: str,
+        status: int,
+        decided_by: str,
+        number_id: str | None,
+        agent_id: str | None,
+        to_number: str | None,
+        side: HangupSide,
+    ) -> None:
+        """The record (and its one, final status) of an INVITE that crossed the trunk and was
+        answered ``status`` without ever becoming a call."""
+        svc = self.svc
+        record = CallRecordEvent(
+            run_id=svc.new_run_id(),
+            trunk_id=trunk_id,
+            direction="inbound",
+            started_at=started_at,
+            ended_at=datetime.now(UTC),
+            final_sip_code=status,
+            decided_by=decided_by,
+            number_id=number_id,
+            agent_id=agent_id,
+            from_number=caller_number(request.from_),
+            to_number=to_number,
             carrier_call_id=request.call_id,
-            hangup_side="edge",
+            hangup_side=side,
         )
         svc.records.record(record)
-        emit(svc.statuses, status_of_record(record))  # a refused call's one (final) status
+        emit(svc.statuses, status_of_record(record))
 
     def _in_call(self, call: Call, request: Request, tx: ServerTransaction | None) -> None:
         leg = call.leg_of(request.call_id)
