@@ -96,3 +96,19 @@ async def test_transaction_cap_answers_503_naming_the_rule(tmp_path) -> None:
 
 
 pytestmark = pytest.mark.sipp
+
+
+async def test_an_unknown_source_is_refused_once_without_a_transaction(tmp_path) -> None:
+    # T1 = 50 ms here: a transaction's Timer G would re-send a refusal at 0.05, 0.15, 0.35 and
+    # 0.75 s. An unknown source is screened before any transaction: no 100 Trying, one 403, so a
+    # spoofed INVITE from outside every carrier range buys its claimed source one packet.
+    async with running_edge(str(tmp_path), unknown_source="reject") as env:
+        unknown = await udp_exchange(
+            raw_invite(env.port, host="127.0.0.2", call_id="stranger@x"),
+            ("127.0.0.1", env.port),
+            source_host="127.0.0.2",
+            wait=1.0,
+        )
+        assert statuses(unknown) == [403]
+        layer = env.edge._layer  # read-only introspection, as bench/soak.py does
+        assert layer is not None and layer.server_count == 0
