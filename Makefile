@@ -33,11 +33,12 @@ pytest: install system-deps
 
 test: lint typecheck pytest
 
-# The load bench's peers (Kamailio, tcpdump) are installed only when missing; see bench/README.md.
+# The load bench's peers (Kamailio, tcpdump; valgrind for bench.call_instructions) are installed
+# only when missing; see bench/README.md.
 bench: install system-deps
 	$(BIN)/pip install -q -r bench/requirements.txt
-	@command -v kamailio >/dev/null && command -v tcpdump >/dev/null || \
-		apt-get install -y --no-install-recommends kamailio tcpdump
+	@command -v kamailio >/dev/null && command -v tcpdump >/dev/null && command -v valgrind >/dev/null || \
+		apt-get install -y --no-install-recommends kamailio tcpdump valgrind
 	$(BIN)/python -m bench
 
 clean:

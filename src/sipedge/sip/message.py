@@ -368,6 +368,12 @@ class _Base:
     def top_via(self) -> Via:
         return self._parsed("via", "Via", _first_via)
 
+    def replace_top_via(self, line: str, top: Via) -> None:
+        """Replace the first Via line by ``line``, whose first via-parm is ``top`` (already
+        built: the stamped Via of RFC 3261 §18.2.1 is not parsed back)."""
+        self.headers.replace_first("Via", line)
+        self._cache["via"] = (line, top)
+
     @property
     def call_id(self) -> str:
         h = self.headers

@@ -52,7 +52,7 @@ def stamp_received(request: Request, source: Address) -> Via:
         return via
     # The first Via line may hold several via-parms; only its first one is replaced.
     others = split_comma(request.headers.get("Via") or "")[1:]
-    request.headers.replace_first("Via", ", ".join([str(stamped), *others]))
+    request.replace_top_via(", ".join([str(stamped), *others]), stamped)
     return stamped
 
 

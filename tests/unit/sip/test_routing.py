@@ -30,6 +30,7 @@ def test_stamp_received_with_rport_keeps_other_vias() -> None:
     assert req.top_via.received == "203.0.113.9"
     again = parse_req(bytes(req))
     assert again.top_via.rport == 40001 and len(again.vias) == 3
+    assert req.top_via == again.top_via  # the stamped Via kept, not parsed back, is the same
 
 
 def test_stamp_received_only_when_host_differs_without_rport() -> None:
