@@ -35,7 +35,9 @@ _COST = re.compile(r"\s*([\d,]+) \([\s\d.]+%\)\s+(.*)")
 
 
 def _callgrind(calls: int, src: Path, out: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{REPO}"}
+    # A fixed hash seed: string hashing decides dict probe sequences, one source of run-to-run
+    # variation in the count.
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{REPO}", "PYTHONHASHSEED": "0"}
     return subprocess.Popen(
         [
             "valgrind",
