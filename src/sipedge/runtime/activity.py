@@ -6,9 +6,10 @@ row and column (SPEC §4: at most once a minute). Health follows `edge.health.tr
 applied to the trunk's *stored* state (`health_state`, `health_failures`) in the transaction that
 writes the result, the rows locked on PostgreSQL: outcomes of several nodes add up (two failures
 here and one there make a degraded trunk) and no node writes over another's newer state from a
-stale copy. (SQLite deployments are one process, whose tracker flushes one batch at a time.) A background task writes what changed every `flush_interval` seconds (bulk UPDATEs
-by primary key, one transaction); a failed write is counted, logged once per failure streak and
-retried with the next flush.
+stale copy. (SQLite deployments are one process, whose tracker flushes one batch at a time.)
+A background task writes what changed every `flush_interval` seconds (bulk UPDATEs by primary
+key, one transaction); a failed write is counted, logged once per failure streak and retried
+with the next flush.
 """
 
 from __future__ import annotations

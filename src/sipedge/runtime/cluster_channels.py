@@ -93,6 +93,12 @@ class ClusterChannels:
         except _STORE_ERRORS as exc:
             self._failed("acquire", exc)
             return True
+        except Exception:
+            # Any other failure (a store bug) must not leave the INVITE unanswered with its
+            # local channel held either: fail open the same way, with the traceback.
+            _ERRORS["acquire"].inc()
+            log.exception("channel store acquire failed: counting channels on this node")
+            return True
 
     def release(self, trunk_id: str, call_id: str) -> None:
         """Give the call's cluster lease back, in the background (never awaited on the call

@@ -8,8 +8,8 @@ SIP processes never place one call twice. Scheduled calls live in the database: 
 finds them with its first poll. Each dialer stamps the calls it holds every ``heartbeat_interval``
 (``claimed_by``, ``heartbeat_at``), and ends other dialers' calls whose stamps stopped: a crashed
 process leaves no call "in-progress" for ever. Status changes from the call path are queued (never
-awaited there) and written in order by the dialer's task. The trunk password is read here at dial time and handed
-only to the call's digest answer.
+awaited there) and written in order by the dialer's task. The trunk password is read here at dial
+time and handed only to the call's digest answer.
 """
 
 from __future__ import annotations
@@ -247,12 +247,10 @@ class Dialer:
         if row.hangup_requested:
             self.report(run_id, {"status": "canceled", "reason": "canceled", "ended_at": started})
             return
-        held = svc.limiter.try_acquire(trunk.id, trunk.channels, run_id)
-        if held and svc.cluster is not None:
-            # The limit is cluster-wide: the other nodes' calls on this trunk count too.
-            held = await svc.cluster.confirm(trunk.id, trunk.channels, run_id)
-            if not held:
-                svc.limiter.release(run_id)
+        # The limit is cluster-wide with redis.url: the other nodes' calls on the trunk count.
+        held = svc.limiter.try_acquire(trunk.id, trunk.channels, run_id) and (
+            await svc.confirm_channel(trunk.id, trunk.channels, run_id)
+        )
         if not held:
             outbound_attempt(OutboundAttemptResult.CHANNELS)
             self._refuse(row, started, 486, "channel limit reached", record=True)

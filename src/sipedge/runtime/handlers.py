@@ -249,21 +249,20 @@ class EdgeHandler:
     async def _confirm(self, decision: Accept[InboundRoute], new: _NewInvite) -> None:
         svc = self.svc
         route = decision.route
-        cluster = svc.cluster
-        assert cluster is not None
         try:
-            held = await cluster.confirm(route.trunk.id, route.trunk.channels, route.lease.call_id)
+            held = await svc.confirm_channel(
+                route.trunk.id, route.trunk.channels, route.lease.call_id
+            )
         finally:
             self._confirming.pop(new.request.call_id, None)
         if new.tx.state is not TxState.PROCEEDING:
             # CANCELled while we asked (487 sent), or the transaction failed: no call, but the
             # INVITE crossed the trunk and leaves its record like any call that got that far.
-            svc.release_channel(route.trunk.id, route.lease.call_id)
+            svc.release_channel(route.trunk.id, route.lease.call_id)  # a no-op when refused
             self._cancelled_early(decision, new)
             return
         final: InboundDecision = decision
         if not held:
-            svc.limiter.release(route.lease.call_id)
             final = channels_reject(
                 route.trunk.id, number_id=route.number.id, agent_id=route.agent.id
             )

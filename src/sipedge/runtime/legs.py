@@ -112,6 +112,16 @@ class EdgeServices:
         self.byes: set[ClientTransaction] = set()  # our BYEs not yet answered (stop() waits)
         self.call_deadlines = call_deadlines(loop)  # every call's CallTimers
 
+    async def confirm_channel(self, trunk_id: str, limit: int, call_id: str) -> bool:
+        """Whether the cluster agrees to the channel ``call_id`` already took on this node
+        (always, without ``redis.url``); on a refusal the local channel goes back at once."""
+        if self.cluster is None:
+            return True
+        held = await self.cluster.confirm(trunk_id, limit, call_id)
+        if not held:
+            self.limiter.release(call_id)
+        return held
+
     def release_channel(self, trunk_id: str, call_id: str) -> None:
         """The one way a call gives its channel back: this node's count now, the cluster's
         lease in the background. Idempotent, like ``ChannelLimiter.release``."""

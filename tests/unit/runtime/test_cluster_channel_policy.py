@@ -87,6 +87,18 @@ async def test_a_failing_or_slow_store_admits_and_is_counted() -> None:
     assert errors("acquire") == before + 2
 
 
+async def test_an_unexpected_store_failure_admits_too_and_is_counted(caplog) -> None:
+    # Not a connection error but a bug: the INVITE must still be answered and its local
+    # channel used, never left waiting on a task that died.
+    store = FakeStore()
+    channels = cluster(store)
+    before = errors("acquire")
+    store.answer, store.fail = False, ValueError("unexpected reply")
+    assert await channels.confirm("t1", 1, "c1")
+    assert errors("acquire") == before + 1
+    assert "unexpected reply" in caplog.text
+
+
 async def test_releases_run_in_the_background_and_stop_waits_for_them() -> None:
     store = FakeStore()
     closed: list[bool] = []
